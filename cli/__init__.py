@@ -1,0 +1,1 @@
+"""The `mapc` command line: one module per command, assembled in main.py."""

@@ -1,0 +1,1 @@
+"""The mapping engine: pointers, problems, specs, compilation and the Storyline hub rules."""

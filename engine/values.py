@@ -1,0 +1,75 @@
+"""JSON values as orjson gives them: dict, list, str, int, float, bool, None.
+
+`MISSING` keeps "absent" apart from JSON null, and `json_equal` keeps ``True`` apart from ``1``
+(Python's ``==`` does not), which "consume if equal", envelope merges and the round-trip laws need.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+MISSING: Final = _Missing()
+"""The value of a pointer that resolves to nothing (distinct from JSON null)."""
+
+JSON_TYPES: Final = {
+    "null": (type(None),),
+    "boolean": (bool,),
+    "integer": (int,),
+    "number": (int, float),
+    "string": (str,),
+    "array": (list,),
+    "object": (dict,),
+}
+
+
+def json_type(value: Any) -> str:
+    """The JSON type name of `value` (``integer`` for ints, ``number`` for floats)."""
+    t = type(value)
+    if t is bool:
+        return "boolean"
+    if t is int:
+        return "integer"
+    if t is float:
+        return "number"
+    if t is str:
+        return "string"
+    if t is list:
+        return "array"
+    if t is dict:
+        return "object"
+    if value is None:
+        return "null"
+    return t.__name__
+
+
+def is_int(value: Any) -> bool:
+    """True for a JSON integer (never for a bool or a float)."""
+    return type(value) is int
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Equality in the JSON data model: types must match, so ``True != 1`` and ``1 != 1.0``."""
+    ta, tb = type(a), type(b)
+    if ta is not tb:
+        return False
+    if ta is dict:
+        return a.keys() == b.keys() and all(json_equal(v, b[k]) for k, v in a.items())
+    if ta is list:
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def is_empty(value: Any) -> bool:
+    """The RFCs' "empty" values: absent, null, ``""``, ``{}`` and ``[]``."""
+    return value is MISSING or value is None or (type(value) in (str, dict, list) and not value)

@@ -1,0 +1,1 @@
+"""Format specs (YAML) and the few named functions they call."""

@@ -1,0 +1,1 @@
+"""JSON Schemas shipped with mapc (storyline/v1, format inputs, mapping specs)."""
