@@ -1,11 +1,37 @@
-"""The root `mapc` command group."""
+"""The root `mapc` command group: it only assembles the commands, loading each on first use."""
+
+from __future__ import annotations
+
+import importlib
 
 import click
 
 from mapc import __version__
 
+# command name -> "module:attribute"; imported only when the command runs, so `mapc run`
+# never pays for pyarrow or lance.
+COMMANDS = {
+    "run": "mapc.cli.run:run_command",
+    "validate": "mapc.cli.validate:validate_command",
+}
 
-@click.group()
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported when asked for (click's documented LazyGroup)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        target = COMMANDS.get(name)
+        if target is None:
+            return None
+        module, attr = target.split(":")
+        command: click.Command = getattr(importlib.import_module(module), attr)
+        return command
+
+
+@click.group(cls=LazyGroup)
 @click.version_option(__version__, prog_name="mapc")
 def cli() -> None:
     """Convert, validate and store AI-agent trajectories through the Storyline hub."""

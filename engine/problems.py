@@ -7,7 +7,8 @@ once, inside one `MapcError`; the CLI renders them as ``FILE: POINTER: message [
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,21 +39,40 @@ class Problem:
     message: str
     spec_at: SpecLocation | None = None
     context: tuple[Problem, ...] = field(default=())
+    line: int | None = None  # the input line, for JSONL files
 
     def __str__(self) -> str:
         text = f"{self.pointer or '/'}: {self.message} [{self.code}]"
+        if self.line is not None:
+            text = f"line {self.line}: {text}"
         return f"{text} ({self.spec_at})" if self.spec_at else text
 
     def within(self, prefix: str) -> Problem:
         """The same problem with `prefix` (an escaped pointer) put in front of its pointer."""
-        return Problem(self.code, prefix + self.pointer, self.message, self.spec_at, self.context)
+        return replace(self, pointer=prefix + self.pointer)
+
+    def on_line(self, line: int) -> Problem:
+        """The same problem located on `line` of a JSONL input."""
+        return replace(self, line=line)
 
     def as_dict(self) -> dict[str, object]:
         """A JSON-ready view, used by ``--json`` output and the conformance runner."""
         out: dict[str, object] = {"code": self.code, "pointer": self.pointer, "message": self.message}
+        if self.line is not None:
+            out["line"] = self.line
         if self.spec_at is not None:
             out["spec_at"] = str(self.spec_at)
         return out
+
+
+def in_document_order(problems: Iterable[Problem]) -> list[Problem]:
+    """Problems sorted by where they point (array positions numerically), stable otherwise."""
+
+    def key(problem: Problem) -> tuple[Any, ...]:
+        tokens = problem.pointer.split("/")[1:]
+        return (problem.line or 0, *((0, int(t), "") if t.isdigit() else (1, 0, t) for t in tokens))
+
+    return sorted(problems, key=key)
 
 
 class MapcError(Exception):

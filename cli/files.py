@@ -1,0 +1,42 @@
+"""Reading inputs and writing outputs: `-` is stdin/stdout; files are written atomically."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+
+def read_bytes(path: str) -> bytes:
+    """The bytes of `path`, or of stdin for ``-``; an unreadable file is a usage error (exit 2)."""
+    if path == "-":
+        return sys.stdin.buffer.read()
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read {path}: {exc.strerror or exc}", param_hint="INPUT") from None
+
+
+def is_jsonl(path: str) -> bool:
+    """JSONL/NDJSON inputs are recognized by their extension."""
+    return path.endswith((".jsonl", ".ndjson"))
+
+
+def write_bytes(path: str | None, data: bytes) -> None:
+    """Write `data` to stdout, or to `path` through a temporary file renamed into place."""
+    if path is None or path == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,34 @@
+"""`mapc run SPEC INPUT [-o OUT] [--reverse]`: run one mapping spec over one file."""
+
+from __future__ import annotations
+
+import click
+
+from mapc.cli.files import is_jsonl, read_bytes, write_bytes
+from mapc.cli.output import dump_json, fail_on
+from mapc.engine import convert, storyline
+
+
+@click.command("run")
+@click.argument("spec")
+@click.argument("input", metavar="INPUT")
+@click.option("-o", "--output", metavar="OUT", help="Write here (atomically) instead of stdout.")
+@click.option("--reverse", is_flag=True, help="Read Storyline JSON and write the spec's format.")
+def run_command(spec: str, input: str, output: str | None, reverse: bool) -> None:
+    """Map INPUT with SPEC (a built-in name such as `atif`, or a YAML spec path) to Storyline.
+
+    \b
+    Examples:
+      mapc run atif tests/data/fixtures/atif/support-ticket.json
+      mapc run mappings/atif.yaml trajectory.json -o story.json
+      mapc run atif story.json --reverse
+    """
+    data = read_bytes(input)
+    with fail_on(input):
+        if reverse:
+            stories = storyline.documents(storyline.loads(data))
+            result = convert.from_storyline(spec, stories)
+        else:
+            stories = convert.into_storyline(spec, data, jsonl=is_jsonl(input))
+            result = stories[0] if len(stories) == 1 else stories
+    write_bytes(output, dump_json(result))

@@ -1,0 +1,44 @@
+"""The shipped mapping specs (package data in `mapc.mappings`), found by name or by path.
+
+Each spec is loaded and compiled once per process.  The count trees of all shipped specs tell
+the Storyline validator how to normalize `unknown_key_counts` of each source (REFERENCE.md §3).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+from pathlib import Path
+
+from mapc.engine.compile import Program, compile_spec
+from mapc.engine.problems import MapcError
+from mapc.engine.residual import Tree
+from mapc.engine.spec import load_spec
+
+
+def shipped_names() -> list[str]:
+    """Names of the built-in specs (``atif``, …)."""
+    files = importlib.resources.files("mapc.mappings")
+    return sorted(p.name[: -len(".yaml")] for p in files.iterdir() if p.name.endswith(".yaml"))
+
+
+@functools.cache
+def program(name_or_path: str) -> Program:
+    """The compiled spec for a built-in name or a path to a YAML spec file."""
+    if name_or_path in shipped_names():
+        resource = importlib.resources.files("mapc.mappings").joinpath(f"{name_or_path}.yaml")
+        return compile_spec(load_spec(f"{name_or_path}.yaml", resource.read_text(encoding="utf-8")))
+    path = Path(name_or_path)
+    if not path.is_file():
+        raise MapcError.single(
+            "spec.not_found",
+            "",
+            f"no spec {name_or_path!r}: not a file, nor a built-in ({', '.join(shipped_names())})",
+        )
+    return compile_spec(load_spec(path))
+
+
+@functools.cache
+def count_trees() -> dict[str, Tree]:
+    """Unknown-key count normalization per source, from the shipped specs' declared arrays."""
+    return {program(name).spec.source: program(name).count_tree for name in shipped_names()}

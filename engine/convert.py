@@ -1,0 +1,160 @@
+"""Parse → validate → map → validate: any format into Storyline and back out.
+
+`into_storyline` and `from_storyline` are the two halves of every conversion; `convert` is
+their composition, so A → B always goes through the hub.  A format is `storyline` itself or a
+spec from the catalog; the engine knows no format by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from mapc.engine import catalog, envelope, run, storyline
+from mapc.engine.checks import iter_check_problems
+from mapc.engine.compile import Program
+from mapc.engine.problems import MapcError, Problem, in_document_order
+from mapc.engine.schema import compiled_validator
+
+STORYLINE = "storyline"
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One top-level document of an input file: where it is (array index or JSONL line) and it."""
+
+    document: Any
+    prefix: str = ""
+    line: int | None = None
+
+    def locate(self, problem: Problem) -> Problem:
+        """Put this unit's location on a problem found inside it."""
+        problem = problem.within(self.prefix) if self.prefix else problem
+        return problem.on_line(self.line) if self.line is not None else problem
+
+
+def read_units(data: bytes, *, jsonl: bool = False) -> list[Unit]:
+    """Split an input file into top-level documents: an object, an array of them, or JSONL lines."""
+    if jsonl:
+        units = []
+        for n, line in enumerate(data.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                units.append(Unit(orjson.loads(line), line=n))
+            except orjson.JSONDecodeError as exc:
+                raise MapcError([Problem("json.invalid", "", f"not valid JSON: {exc}", line=n)]) from None
+        if not units:
+            raise MapcError.single("input.empty", "", "the file holds no records; it cannot be empty")
+        return units
+    doc = storyline.loads(data)
+    if type(doc) is list:
+        if not doc:
+            raise MapcError.single("input.empty", "", "the array cannot be empty")
+        return [Unit(d, prefix=f"/{i}") for i, d in enumerate(doc)]
+    return [Unit(doc)]
+
+
+def formats() -> list[str]:
+    """Every format name mapc reads and writes."""
+    return [STORYLINE, *catalog.shipped_names()]
+
+
+def program_for(fmt: str) -> Program:
+    """The compiled spec of a format name, or of a spec path."""
+    return catalog.program(fmt)
+
+
+def input_problems(program: Program, doc: Any) -> list[Problem]:
+    """Shape (the spec's input schema) and declared checks of one source document."""
+    spec = program.spec
+    if spec.input_schema:
+        problems = list(compiled_validator(spec.input_schema).iter_problems(doc))
+        if problems:
+            return problems
+    return in_document_order(iter_check_problems(spec.checks, doc, program.children))
+
+
+def forward_unit(program: Program, unit: Unit) -> list[dict[str, Any]]:
+    """Map one top-level source document to validated Storylines."""
+    try:
+        doc, carried = envelope.take(unit.document)
+        problems = input_problems(program, doc)
+        if problems:
+            raise MapcError(problems)
+        mapped = run.forward(program, doc)
+        problems = envelope.attach(carried, {m.carrier: m.story for m in mapped}, program.spec.source)
+        if problems:
+            raise MapcError(problems)
+        stories = [m.story for m in mapped]
+        if carried:
+            for story in stories:
+                _recount(story)
+        problems = [_output_problem(m.carrier, p) for m in mapped for p in storyline.check(m.story)]
+        if problems:
+            raise MapcError(problems)
+        return stories
+    except MapcError as exc:
+        raise MapcError([unit.locate(p) for p in exc.problems]) from None
+
+
+def _output_problem(carrier: str, problem: Problem) -> Problem:
+    # The input passed its own rules but makes an invalid Storyline (e.g. an empty `source`):
+    # say so, pointing into the Storyline made from the node at `carrier`.
+    node = carrier or "the document"
+    return Problem(
+        problem.code,
+        carrier,
+        f"the Storyline made from {node} is invalid at {problem.pointer}: {problem.message}",
+    )
+
+
+def _recount(story: dict[str, Any]) -> None:
+    from mapc.engine.residual import recompute_counts
+
+    counts = recompute_counts(story.get("unknown_fields") or {}, catalog.count_trees())
+    if counts:
+        story["unknown_key_counts"] = counts
+
+
+def into_storyline(fmt: str, data: bytes, *, jsonl: bool = False) -> list[dict[str, Any]]:
+    """Every Storyline in the file `data` of format `fmt`, validated; MapcError on bad input."""
+    units = read_units(data, jsonl=jsonl)
+    if fmt == STORYLINE:
+        stories = [s for u in units for s in storyline.documents(u.document)]
+        problems = storyline.check_all(stories, prefix=len(stories) > 1 or type(units[0].document) is list)
+        if problems:
+            raise MapcError(problems)
+        return stories
+    program = program_for(fmt)
+    stories: list[dict[str, Any]] = []
+    for unit in units:
+        stories.extend(forward_unit(program, unit))
+    return stories
+
+
+def from_storyline(fmt: str, stories: list[dict[str, Any]]) -> Any:
+    """The document of format `fmt` for `stories`: one object, or an array for several roots."""
+    if not stories:
+        raise MapcError.single("input.empty", "", "no Storyline to export")
+    problems = storyline.check_all(stories, prefix=len(stories) > 1)
+    if problems:
+        raise MapcError(problems)
+    if fmt == STORYLINE:
+        return stories[0] if len(stories) == 1 else stories
+    program = program_for(fmt)
+    docs = []
+    for rebuilt in run.reverse(program, stories):
+        doc = rebuilt.document
+        problems = envelope.write(doc, ((m.carrier, m.story) for m in rebuilt.stories), program.spec.source)
+        if problems:
+            raise MapcError(problems)
+        docs.append(doc)
+    return docs[0] if len(docs) == 1 else docs
+
+
+def convert(from_fmt: str, to_fmt: str, data: bytes, *, jsonl: bool = False) -> Any:
+    """`from_storyline(to, into_storyline(from, data))`."""
+    return from_storyline(to_fmt, into_storyline(from_fmt, data, jsonl=jsonl))

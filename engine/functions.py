@@ -1,0 +1,88 @@
+"""The registry of named functions that specs may call, and the engine's own small library.
+
+A spec can call only what is registered here: no spec can import a module or run code.  Format
+helpers register themselves from `mapc.mappings.functions` with the same decorator.  Every
+function takes JSON values (or `MISSING`) and returns a JSON value, or `MISSING` for "no value".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mapc.engine import canonical, views
+from mapc.engine.values import MISSING
+
+
+@dataclass(frozen=True, slots=True)
+class Function:
+    """A registered function with the number of arguments a spec must pass."""
+
+    name: str
+    fn: Callable[..., Any]
+    arity: int
+    doc: str
+
+
+REGISTRY: dict[str, Function] = {}
+
+
+def register(name: str, arity: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register `fn` under `name` for specs to call with `arity` arguments."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if name in REGISTRY and REGISTRY[name].fn is not fn:
+            raise ValueError(f"function {name!r} is already registered")
+        REGISTRY[name] = Function(name, fn, arity, (fn.__doc__ or "").strip().splitlines()[0])
+        return fn
+
+    return decorate
+
+
+def lookup(name: str) -> Function | None:
+    """The registered function called `name`, if any."""
+    if not REGISTRY.get("__formats_loaded__"):
+        _load_format_functions()
+    return REGISTRY.get(name)
+
+
+def _load_format_functions() -> None:
+    # Imported lazily so that the engine does not depend on any format at import time.
+    import mapc.mappings.functions  # noqa: F401
+
+    REGISTRY["__formats_loaded__"] = Function("__formats_loaded__", lambda: None, 0, "")
+
+
+@register("int_ms", 1)
+def int_ms(value: Any) -> Any:
+    """Milliseconds as an integer: an integer as is, a float truncated, anything else no value."""
+    t = type(value)
+    if t is int:
+        return value
+    if t is float and math.isfinite(value):
+        return int(value)
+    return MISSING
+
+
+@register("rfc3339_text", 1)
+def rfc3339_text(value: Any) -> Any:
+    """A timestamp as RFC 3339 text: a string as is, epoch seconds formatted (UTC, ``Z``)."""
+    if type(value) is str or value is MISSING or value is None:
+        return value
+    from mapc.engine.timestamp import format_rfc3339, timestamp_ns
+
+    return format_rfc3339(timestamp_ns(value))
+
+
+@register("effective_kind", 2)
+def effective_kind(src: Any, tool_calls: Any) -> str:
+    """R-KIND for a turn without an explicit kind, from its `src` and `tool_calls`."""
+    return views.effective_kind({"src": src, "tool_calls": tool_calls})
+
+
+@register("blake3_document_id", 1)
+def blake3_document_id(document: Any) -> str:
+    """BLAKE3-256 hex of the canonical JSON of a whole source document (REFERENCE.md §3)."""
+    return canonical.document_id(document)

@@ -1,0 +1,363 @@
+"""Mapping specs: YAML files loaded, with their line numbers, into frozen values.
+
+A spec is data that reads like an RFC mapping table (see mappings/atif.yaml for the vocabulary).
+Loading checks the shape of every entry and reports mistakes as `Problem`s located at the YAML
+file, line and column; `compile.py` then turns a `Spec` into runnable programs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mapc.engine.pointer import PointerSyntaxError
+from mapc.engine.problems import MapcError, Problem, SpecLocation
+from mapc.engine.template import Template, parse_template
+from mapc.engine.values import MISSING
+
+CONDITIONS = ("nonempty", "integer", "number", "string", "object", "array", "boolean")
+CHECK_KINDS = ("nonempty", "nonempty_any", "unique", "minimum", "timestamp")
+
+
+@dataclass(frozen=True, slots=True)
+class ParentRef:
+    """A value of the parent document's Storyline (for nested documents)."""
+
+    target: Template
+
+    def __str__(self) -> str:
+        return f"parent:{self.target}"
+
+
+Ref = Template | ParentRef
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSpec:
+    """One row of a mapping table.
+
+    `op` is ``copy`` (one source), ``first_of`` (the first present, or non-empty, source),
+    ``const`` (a value) or ``call`` (a registered function of `args`).  `call` on a copy or
+    first_of rule converts the chosen value.  A `derived` rule is a forward-only promotion.
+    """
+
+    index: int
+    at: SpecLocation
+    op: str
+    sources: tuple[Ref, ...]
+    targets: tuple[Template, ...]
+    call: str | None = None
+    value: Any = None
+    when: str | None = None
+    nonempty: bool = False
+    keep_null: bool = False
+    derived: bool = False
+    reverse_call: str | None = None
+    reverse_default: Any = MISSING
+    reverse_when: tuple[tuple[Template, Any], ...] = ()
+
+    @property
+    def label(self) -> str:
+        """How messages name this rule: ``rules[3]``."""
+        return f"rules[{self.index}]"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckSpec:
+    """A declared input constraint (beyond the input JSON Schema)."""
+
+    index: int
+    at: SpecLocation
+    kind: str
+    pointers: tuple[Template, ...]
+    documents: str = "all"  # all | top | children
+    across: str = "document"  # document | tree
+    value: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """A loaded mapping spec."""
+
+    name: str
+    title: str
+    source: str
+    path: str
+    input_schema: str | None
+    document_id: RuleSpec | None
+    children: Template | None
+    arrays: tuple[tuple[Template, Template], ...]
+    objects: tuple[tuple[Template, frozenset[str], SpecLocation], ...]
+    rules: tuple[RuleSpec, ...]
+    checks: tuple[CheckSpec, ...]
+    at: SpecLocation
+
+
+# --- YAML with locations -------------------------------------------------------------------
+
+
+class _Located:
+    """Plain Python data from YAML plus the (line, column) of every node, keyed by its path."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.marks: dict[tuple[Any, ...], tuple[int, int]] = {}
+
+    def build(self, node: yaml.Node, path: tuple[Any, ...] = ()) -> Any:
+        self.marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+        if isinstance(node, yaml.MappingNode):
+            out: dict[Any, Any] = {}
+            for key_node, value_node in node.value:
+                key = self.build(key_node, (*path, "<key>"))
+                if key in out:
+                    line = key_node.start_mark.line + 1
+                    raise MapcError.single(
+                        "spec.duplicate_key", "", f"{self.file}:{line}: duplicate key {key!r}"
+                    )
+                out[key] = self.build(value_node, (*path, key))
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
+        return yaml.SafeLoader(  # safe scalar resolution (no tags, no Python objects)
+            ""
+        ).construct_object(node)
+
+    def at(self, *path: Any, rule: str = "") -> SpecLocation:
+        while path and path not in self.marks:
+            path = path[:-1]
+        line, column = self.marks.get(path, (1, 1))
+        return SpecLocation(self.file, line, column, rule)
+
+
+def load_spec(path: str | Path, text: str | None = None) -> Spec:
+    """Load and shape-check the spec at `path` (or `text` named by `path`); raise MapcError."""
+    path = Path(path)
+    file = path.name
+    if text is None:
+        text = path.read_text(encoding="utf-8")
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = SpecLocation(file, mark.line + 1, mark.column + 1) if mark else SpecLocation(file, 1, 1)
+        raise MapcError([Problem("spec.yaml", "", f"not valid YAML: {exc}", where)]) from None
+    located = _Located(file)
+    data = located.build(node) if node is not None else None
+    problems: list[Problem] = []
+    spec = _SpecReader(located, problems).read(data, str(path))
+    if problems:
+        raise MapcError(problems, source=str(path))
+    assert spec is not None
+    return spec
+
+
+class _SpecReader:
+    """Turns the plain data of a spec file into a `Spec`, collecting every problem."""
+
+    def __init__(self, located: _Located, problems: list[Problem]) -> None:
+        self.loc = located
+        self.problems = problems
+
+    def fail(self, message: str, *path: Any, code: str = "spec.invalid") -> None:
+        self.problems.append(Problem(code, "/" + "/".join(map(str, path)), message, self.loc.at(*path)))
+
+    def template(self, text: Any, *path: Any) -> Template | None:
+        if not isinstance(text, str):
+            self.fail(f"expected a JSON Pointer string, got {text!r}", *path, code="spec.bad_pointer")
+            return None
+        try:
+            return parse_template(text)
+        except PointerSyntaxError:
+            self.fail(f"{text!r} is not a JSON Pointer", *path, code="spec.bad_pointer")
+            return None
+
+    def ref(self, item: Any, *path: Any) -> Ref | None:
+        if isinstance(item, dict) and set(item) == {"parent"}:
+            target = self.template(item["parent"], *path, "parent")
+            return ParentRef(target) if target else None
+        return self.template(item, *path)
+
+    def read(self, data: Any, path: str) -> Spec | None:
+        if not isinstance(data, dict):
+            self.fail("a spec is a YAML mapping")
+            return None
+        allowed = {
+            "name",
+            "title",
+            "source",
+            "input_schema",
+            "document",
+            "arrays",
+            "objects",
+            "rules",
+            "checks",
+        }
+        for key in data:
+            if key not in allowed:
+                self.fail(f"unknown spec key {key!r} (allowed: {', '.join(sorted(allowed))})", key)
+        name = data.get("name")
+        if not isinstance(name, str) or not name:
+            self.fail("`name` must be a non-empty string", "name")
+            name = "?"
+        document = data.get("document") or {}
+        doc_id = None
+        if "id" in document:
+            doc_id = self.rule(document["id"], -1, ("document", "id"))
+        children = (
+            self.template(document["children"], "document", "children") if "children" in document else None
+        )
+        arrays = []
+        for src, dst in (data.get("arrays") or {}).items():
+            s, d = self.template(src, "arrays", src), self.template(dst, "arrays", src)
+            if s and d:
+                arrays.append((s, d))
+        objects = []
+        for ptr, keys in (data.get("objects") or {}).items():
+            t = self.template(ptr, "objects", ptr)
+            if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+                self.fail("known keys are a list of strings", "objects", ptr)
+            elif t:
+                objects.append((t, frozenset(keys), self.loc.at("objects", ptr)))
+        rules = [self.rule(item, i, ("rules", i)) for i, item in enumerate(data.get("rules") or [])]
+        checks = [self.check(item, i) for i, item in enumerate(data.get("checks") or [])]
+        return Spec(
+            name=name,
+            title=str(data.get("title", name)),
+            source=str(data.get("source", name)),
+            path=path,
+            input_schema=data.get("input_schema"),
+            document_id=doc_id,
+            children=children,
+            arrays=tuple(arrays),
+            objects=tuple(objects),
+            rules=tuple(r for r in rules if r is not None),
+            checks=tuple(c for c in checks if c is not None),
+            at=self.loc.at(),
+        )
+
+    _RULE_KEYS = frozenset(
+        {
+            "from",
+            "first_of",
+            "const",
+            "call",
+            "args",
+            "to",
+            "when",
+            "nonempty",
+            "keep_null",
+            "derived",
+            "reverse_call",
+            "reverse_default",
+            "reverse_when",
+        }
+    )
+
+    def rule(self, item: Any, index: int, path: tuple[Any, ...]) -> RuleSpec | None:
+        at = self.loc.at(*path, rule=f"rules[{index}]" if index >= 0 else "document.id")
+        if not isinstance(item, dict):
+            self.fail("a rule is a mapping", *path)
+            return None
+        for key in item:
+            if key not in self._RULE_KEYS:
+                self.fail(f"unknown rule key {key!r}", *path, key)
+        kinds = [k for k in ("from", "first_of", "const") if k in item]
+        if len(kinds) > 1:
+            self.fail(f"a rule has one of from/first_of/const, not {kinds}", *path)
+            return None
+        op = kinds[0] if kinds else "call"
+        if op == "call" and "call" not in item:
+            self.fail("a rule needs `from`, `first_of`, `const` or `call`", *path)
+            return None
+        sources: list[Ref | None] = []
+        if op == "from":
+            op = "copy"
+            sources = [self.ref(item["from"], *path, "from")]
+        elif op == "first_of":
+            raw = item["first_of"]
+            if not isinstance(raw, list) or not raw:
+                self.fail("`first_of` is a non-empty list of pointers", *path, "first_of")
+                return None
+            sources = [self.ref(x, *path, "first_of", i) for i, x in enumerate(raw)]
+        elif op == "call":
+            sources = [self.ref(x, *path, "args", i) for i, x in enumerate(item.get("args") or [])]
+        raw_to = item.get("to", [] if index < 0 else None)
+        if raw_to is None:
+            self.fail("a rule needs `to`", *path)
+            return None
+        to_list = raw_to if isinstance(raw_to, list) else [raw_to]
+        targets = [self.template(t, *path, "to") for t in to_list]
+        when = item.get("when")
+        if when is not None and when not in CONDITIONS:
+            self.fail(f"unknown condition {when!r} (known: {', '.join(CONDITIONS)})", *path, "when")
+        reverse_when = []
+        for ptr, value in (item.get("reverse_when") or {}).items():
+            t = self.template(ptr, *path, "reverse_when")
+            if t:
+                reverse_when.append((t, value))
+        if None in sources or None in targets:
+            return None
+        return RuleSpec(
+            index=index,
+            at=at,
+            op=op,
+            sources=tuple(s for s in sources if s is not None),
+            targets=tuple(t for t in targets if t is not None),
+            call=item.get("call"),
+            value=item.get("const"),
+            when=when,
+            nonempty=bool(item.get("nonempty", False)),
+            keep_null=bool(item.get("keep_null", False)),
+            derived=bool(item.get("derived", False)),
+            reverse_call=item.get("reverse_call"),
+            reverse_default=item.get("reverse_default", MISSING),
+            reverse_when=tuple(reverse_when),
+        )
+
+    def check(self, item: Any, index: int) -> CheckSpec | None:
+        path = ("checks", index)
+        if not isinstance(item, dict):
+            self.fail("a check is a mapping", *path)
+            return None
+        kinds = [k for k in CHECK_KINDS if k in item]
+        if len(kinds) != 1:
+            self.fail(f"a check has exactly one of {', '.join(CHECK_KINDS)}", *path)
+            return None
+        kind = kinds[0]
+        raw = item["at"] if kind == "minimum" else item[kind]
+        raw_list = raw if isinstance(raw, list) else [raw]
+        pointers = [self.template(p, *path, kind) for p in raw_list]
+        documents = item.get("documents", "all")
+        across = item.get("across", "document")
+        if documents not in ("all", "top", "children"):
+            self.fail("`documents` is all, top or children", *path, "documents")
+        if across not in ("document", "tree"):
+            self.fail("`across` is document or tree", *path, "across")
+        if None in pointers:
+            return None
+        return CheckSpec(
+            index=index,
+            at=self.loc.at(*path, rule=f"checks[{index}]"),
+            kind=kind,
+            pointers=tuple(p for p in pointers if p is not None),
+            documents=documents,
+            across=across,
+            value=item.get("minimum"),
+        )
+
+
+def iter_rows(spec: Spec) -> Iterator[tuple[str, list[str]]]:
+    """The mapping table as (source pointer, Storyline pointers) rows, for printing."""
+    for rule in spec.rules:
+        if rule.op == "const":
+            continue
+        yield (" ".join(str(s) for s in rule.sources), [str(t) for t in rule.targets])
+
+
+def spec_mapping(spec: Spec) -> Mapping[str, Any]:
+    """A small summary used by messages and tools."""
+    return {"name": spec.name, "source": spec.source, "rules": len(spec.rules)}
