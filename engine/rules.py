@@ -19,13 +19,13 @@ from typing import Any, Final
 from mapc.engine.problems import Problem
 from mapc.engine.residual import Tree, iter_field_problems, iter_sources, recompute_counts
 from mapc.engine.timestamp import TimestampError, timestamp_ns
-from mapc.engine.values import json_equal
+from mapc.engine.values import MISSING, json_equal
 
 SCHEMA_VERSION: Final = "storyline/v1"
 
 _ENV_STRINGS: Final = ("name", "endpoint", "id", "event_type", "request_id")
 _TASK_KEYS: Final = frozenset(("env", "llm", "result"))
-_PROMPT_KEYS: Final = ("system", "user")
+_PROMPT_KEYS: Final = frozenset(("system", "user"))
 
 
 def iter_problems(doc: Any, count_trees: Mapping[str, Tree]) -> Iterator[Problem]:
@@ -37,13 +37,9 @@ def iter_problems(doc: Any, count_trees: Mapping[str, Tree]) -> Iterator[Problem
     """
     if type(doc) is not dict:
         return
-    version = doc.get("schema_version")
-    if type(version) is str and version != SCHEMA_VERSION:
-        yield Problem(
-            "storyline.unsupported_version",
-            "/schema_version",
-            f"expected schema_version {_quote(SCHEMA_VERSION)}, found {_quote(version)}",
-        )
+    problem = version_problem(doc)
+    if problem is not None:
+        yield problem
         return
     for problem in (
         _task_problem(doc.get("task")),
@@ -53,14 +49,30 @@ def iter_problems(doc: Any, count_trees: Mapping[str, Tree]) -> Iterator[Problem
     ):
         if problem is not None:
             yield problem
-    unknown_fields = doc.get("unknown_fields")
+    unknown_fields = doc.get("unknown_fields", MISSING)
     yield from iter_field_problems(unknown_fields)
-    problem = _counts_problem(unknown_fields, doc.get("unknown_key_counts"), count_trees)
+    problem = _counts_problem(unknown_fields, doc.get("unknown_key_counts", MISSING), count_trees)
     if problem is not None:
         yield problem
     turns = doc.get("turns")
     if type(turns) is list:
         yield from _iter_turn_problems(turns)
+
+
+def version_problem(doc: Any) -> Problem | None:
+    """R-V1: a string ``schema_version`` other than ``storyline/v1`` makes `doc` *unsupported*.
+
+    A missing or non-string version is a structural problem, not this one.  Callers that want
+    to fail closed check this first: nothing else about an unsupported document is meaningful.
+    """
+    version = doc.get("schema_version") if type(doc) is dict else None
+    if type(version) is not str or version == SCHEMA_VERSION:
+        return None
+    return Problem(
+        "storyline.unsupported_version",
+        "/schema_version",
+        f"expected schema_version {_quote(SCHEMA_VERSION)}, found {_quote(version)}",
+    )
 
 
 def _iter_turn_problems(turns: list[Any]) -> Iterator[Problem]:
@@ -88,7 +100,7 @@ def _iter_turn_problems(turns: list[Any]) -> Iterator[Problem]:
         if type(calls) is list:
             yield from _iter_call_problems(calls, i, call_at, turns)
         prompt = turn.get("prompt")
-        if prompt is not None:
+        if type(prompt) is dict:  # null is absent; another type is the schema's error
             if turn.get("copied") is True:
                 yield Problem(
                     "storyline.prompt_on_copied_turn",
@@ -109,22 +121,17 @@ def _iter_turn_problems(turns: list[Any]) -> Iterator[Problem]:
 def _iter_call_problems(
     calls: list[Any], i: int, call_at: dict[str, int], turns: list[Any]
 ) -> Iterator[Problem]:
-    """R-TC1: each ``tcid`` non-empty and unique across the whole document.
+    """R-TC1: each ``tcid`` unique across the whole document.
 
-    R-RESP (``response: {}``) is not checked here: the schema gives ``response``
-    ``minProperties: 1``, so ``schema.py`` reports it.
+    Emptiness (R-TC1) and R-RESP (``response: {}``) are structural: the schema gives ``tcid``
+    ``minLength: 1`` and ``response`` an ``anyOf`` requiring ``status`` or ``exit_code``.
     """
     for j, call in enumerate(calls):
         tcid = call.get("tcid") if type(call) is dict else None
         if type(tcid) is not str:
             continue
         if not tcid:
-            yield Problem(
-                "storyline.empty_tcid",
-                f"/turns/{i}/tool_calls/{j}/tcid",
-                "expected a non-empty tool call id",
-            )
-            continue
+            continue  # the schema's minLength reports it; two empty ids are not also duplicates
         known = len(call_at)
         first = call_at.setdefault(tcid, i)
         if len(call_at) == known:  # not added: an earlier call holds this id
@@ -165,8 +172,8 @@ def _prompt_problem(prompt: Any, at: str, *, clear_allowed: bool) -> Problem | N
     On a turn (`clear_allowed`), exactly ``{"system": "", "user": ""}`` is also accepted: it
     clears the document prompt for that turn.
     """
-    if type(prompt) is not dict:
-        return None
+    if type(prompt) is not dict or not prompt.keys() <= _PROMPT_KEYS:
+        return None  # not an object, or undeclared keys: the schema's to report
     system, user = prompt.get("system"), prompt.get("user")
     for value in (system, user):
         if value is not None and type(value) is not str:
@@ -219,30 +226,40 @@ def _result_carries(result: Any) -> bool:
 
 
 def _counts_problem(unknown_fields: Any, counts: Any, trees: Mapping[str, Tree]) -> Problem | None:
-    """R-UKC: ``unknown_key_counts`` equals the counts recomputed from ``unknown_fields``."""
+    """R-UKC: ``unknown_key_counts`` equals the counts recomputed from ``unknown_fields``.
+
+    `MISSING` stands for an absent key.  Null, or any other malformed shape of either map, is
+    the schema's to report (neither is an Option field in the reference), so nothing is said.
+    """
     if not _fields_shaped(unknown_fields) or not _counts_shaped(counts):
-        return None  # malformed residuals are the schema's to report
+        return None
     expected = recompute_counts(unknown_fields, trees)
-    found = counts if counts is not None else {}
+    found = {} if counts is MISSING else counts
     if json_equal(expected, found):
         return None
     return Problem(
         "storyline.unknown_key_counts_mismatch",
-        "/unknown_key_counts" if counts is not None else "",
-        "expected unknown_key_counts to equal the counts recomputed from unknown_fields; "
+        "" if counts is MISSING else "/unknown_key_counts",
+        ("expected unknown_key_counts (missing here)" if counts is MISSING else "expected unknown_key_counts")
+        + " to equal the counts recomputed from unknown_fields; "
         + _count_difference(expected, found),
     )
 
 
 def _fields_shaped(unknown_fields: Any) -> bool:
-    if unknown_fields is None:
+    if unknown_fields is MISSING:
         return True
     sources = unknown_fields.get("sources") if type(unknown_fields) is dict else None
-    return type(sources) is dict and len(list(iter_sources(unknown_fields))) == len(sources)
+    return type(sources) is dict and sum(1 for _ in iter_sources(unknown_fields)) == len(sources)
 
 
 def _counts_shaped(counts: Any) -> bool:
-    return counts is None or (type(counts) is dict and all(type(c) is dict for c in counts.values()))
+    if counts is MISSING:
+        return True
+    return type(counts) is dict and all(
+        type(keys) is dict and all(type(n) is int and n >= 0 for n in keys.values())
+        for keys in counts.values()
+    )
 
 
 def _count_difference(expected: dict[str, dict[str, int]], found: dict[str, Any]) -> str:
@@ -257,9 +274,9 @@ def _count_difference(expected: dict[str, dict[str, int]], found: dict[str, Any]
             if key not in have:
                 return f"source {_quote(source)} key {_quote(key)}: expected {want[key]}, found none"
             if key not in want:
-                return f"source {_quote(source)} key {_quote(key)}: expected no entry, found {have[key]!r}"
-            if not json_equal(want[key], have[key]):
-                return f"source {_quote(source)} key {_quote(key)}: expected {want[key]}, found {have[key]!r}"
+                return f"source {_quote(source)} key {_quote(key)}: expected no entry, found {have[key]}"
+            if want[key] != have[key]:
+                return f"source {_quote(source)} key {_quote(key)}: expected {want[key]}, found {have[key]}"
     return "the two maps differ"  # pragma: no cover - json_equal and this walk agree
 
 
