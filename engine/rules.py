@@ -128,10 +128,9 @@ def _iter_call_problems(
     """
     for j, call in enumerate(calls):
         tcid = call.get("tcid") if type(call) is dict else None
-        if type(tcid) is not str:
+        # Not a string, or "": the schema's to report (and two empty ids are not duplicates).
+        if type(tcid) is not str or not tcid:
             continue
-        if not tcid:
-            continue  # the schema's minLength reports it; two empty ids are not also duplicates
         known = len(call_at)
         first = call_at.setdefault(tcid, i)
         if len(call_at) == known:  # not added: an earlier call holds this id
