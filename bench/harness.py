@@ -166,14 +166,19 @@ def run_row(row: Row, sample: Sample, repeat: int) -> Result:
 
 
 def select(names: Iterable[str]) -> list[Row]:
-    """Rows named (or in groups named) in `names`, plus the baselines they compare with, in registry order."""
+    """Rows named (or in groups named) in `names` (all if none), plus the baselines they compare with.
+
+    Rows of a group stay together, groups in the order they were first registered, rows in registry order.
+    """
     wanted = set(names)
     unknown = wanted - set(ROWS) - {row.group for row in ROWS.values()}
     if unknown:
         raise KeyError(f"no benchmark row or group named {sorted(unknown)}; try --list")
     chosen = {name for name, row in ROWS.items() if not wanted or name in wanted or row.group in wanted}
     chosen |= {ROWS[name].baseline for name in chosen if ROWS[name].baseline in ROWS}
-    return [row for name, row in ROWS.items() if name in chosen]
+    groups = list(dict.fromkeys(row.group for row in ROWS.values()))
+    rows = [row for name, row in ROWS.items() if name in chosen]
+    return sorted(rows, key=lambda row: groups.index(row.group))  # stable: registry order within a group
 
 
 def _seconds(x: float) -> str:

@@ -87,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
             }
             for r in results
         ]
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_bytes(orjson.dumps(records, option=orjson.OPT_INDENT_2))
     return 0
 
