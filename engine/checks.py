@@ -17,27 +17,48 @@ from mapc.engine.template import Var
 from mapc.engine.timestamp import TimestampError, parse_rfc3339
 from mapc.engine.values import MISSING, is_empty, json_type
 
+Steps = tuple[Any, ...]  # (parent steps, key): a linked list, flattened only for a message
+
 
 def iter_matches(node: Any, tokens: tuple[str | Var, ...], at: str = "") -> Iterator[tuple[str, Any]]:
     """Every (pointer, value) that the template tokens match below `node`; variables range over
     array positions or object keys.  Values that do not exist are not yielded."""
-    if not tokens:
-        yield at, node
-        return
-    head, rest = tokens[0], tokens[1:]
-    if isinstance(head, Var):
-        if type(node) is list:
-            for i, item in enumerate(node):
-                yield from iter_matches(item, rest, f"{at}/{i}")
-        elif type(node) is dict:
-            for key, item in node.items():
-                yield from iter_matches(item, rest, f"{at}/{pointer.escape(key)}")
-        return
-    if type(node) is dict and head in node:
-        yield from iter_matches(node[head], rest, f"{at}/{pointer.escape(head)}")
+    for steps, value in collect(node, tokens):
+        yield _at(at, steps), value
 
 
-def _nonempty(check: CheckSpec, node: Any, at: str) -> Iterator[Problem]:
+def collect(node: Any, tokens: tuple[str | Var, ...]) -> list[tuple[Steps, Any]]:
+    """Like `iter_matches`, level by level, without building pointer text: checks make one only
+    for a value that fails."""
+    level: list[tuple[Steps, Any]] = [((), node)]
+    for token in tokens:
+        nxt: list[tuple[Steps, Any]] = []
+        if isinstance(token, Var):
+            for steps, item in level:
+                if type(item) is list:
+                    nxt.extend(((steps, i), x) for i, x in enumerate(item))
+                elif type(item) is dict:
+                    nxt.extend(((steps, k), x) for k, x in item.items())
+        else:
+            for steps, item in level:
+                if type(item) is dict and token in item:
+                    nxt.append(((steps, token), item[token]))
+        level = nxt
+    return level
+
+
+Find = Callable[[Any, tuple[str | Var, ...]], list[tuple[Steps, Any]]]
+
+
+def _at(at: str, steps: Steps) -> str:
+    keys: list[str] = []
+    while steps:
+        steps, key = steps
+        keys.append("/" + pointer.escape(str(key)))
+    return at + "".join(reversed(keys))
+
+
+def _nonempty(check: CheckSpec, node: Any, at: str, find: Find) -> Iterator[Problem]:
     template = check.pointers[0]
     if (
         not any(isinstance(t, Var) for t in template.tokens)
@@ -50,53 +71,61 @@ def _nonempty(check: CheckSpec, node: Any, at: str) -> Iterator[Problem]:
             check.at,
         )
         return
-    for ptr, value in iter_matches(node, template.tokens, at):
+    for steps, value in find(node, template.tokens):
         if is_empty(value):
-            yield Problem("check.nonempty", ptr, f"expected a non-empty value, got {value!r}", check.at)
+            yield Problem(
+                "check.nonempty", _at(at, steps), f"expected a non-empty value, got {value!r}", check.at
+            )
 
 
-def _nonempty_any(check: CheckSpec, node: Any, at: str) -> Iterator[Problem]:
+def _nonempty_any(check: CheckSpec, node: Any, at: str, find: Find) -> Iterator[Problem]:
     for template in check.pointers:
-        for _, value in iter_matches(node, template.tokens, at):
+        for _, value in find(node, template.tokens):
             if type(value) is str and value:
                 return
     names = " or ".join(t.text for t in check.pointers)
     yield Problem("check.nonempty_any", at, f"expected a non-empty string at {names}", check.at)
 
 
-def _minimum(check: CheckSpec, node: Any, at: str) -> Iterator[Problem]:
-    for ptr, value in iter_matches(node, check.pointers[0].tokens, at):
+def _minimum(check: CheckSpec, node: Any, at: str, find: Find) -> Iterator[Problem]:
+    for steps, value in find(node, check.pointers[0].tokens):
         if type(value) in (int, float) and value < check.value:
-            yield Problem("check.minimum", ptr, f"expected a number ≥ {check.value}, got {value}", check.at)
+            yield Problem(
+                "check.minimum", _at(at, steps), f"expected a number ≥ {check.value}, got {value}", check.at
+            )
 
 
-def _timestamp(check: CheckSpec, node: Any, at: str) -> Iterator[Problem]:
-    for ptr, value in iter_matches(node, check.pointers[0].tokens, at):
+def _timestamp(check: CheckSpec, node: Any, at: str, find: Find) -> Iterator[Problem]:
+    for steps, value in find(node, check.pointers[0].tokens):
         if value is None:
             continue
         if type(value) is not str:
-            yield Problem(
-                "check.timestamp", ptr, f"expected an RFC 3339 string, got {json_type(value)}", check.at
-            )
+            message = f"expected an RFC 3339 string, got {json_type(value)}"
+            yield Problem("check.timestamp", _at(at, steps), message, check.at)
             continue
         try:
             parse_rfc3339(value)
         except TimestampError as exc:
-            yield Problem("check.timestamp", ptr, str(exc), check.at)
+            yield Problem("check.timestamp", _at(at, steps), str(exc), check.at)
 
 
-def _unique(check: CheckSpec, node: Any, at: str, seen: dict[Any, str]) -> Iterator[Problem]:
-    for ptr, value in iter_matches(node, check.pointers[0].tokens, at):
+def _unique(
+    check: CheckSpec, node: Any, at: str, find: Find, seen: dict[Any, tuple[str, Any]]
+) -> Iterator[Problem]:
+    for steps, value in find(node, check.pointers[0].tokens):
         if value is None or type(value) in (dict, list):
             continue
         key = (type(value), value)
         if key in seen:
-            yield Problem("check.unique", ptr, f"{value!r} is already used at {seen[key] or '/'}", check.at)
+            first = _at(*seen[key])
+            yield Problem(
+                "check.unique", _at(at, steps), f"{value!r} is already used at {first or '/'}", check.at
+            )
         else:
-            seen[key] = ptr
+            seen[key] = (at, steps)
 
 
-_BY_KIND: dict[str, Callable[[CheckSpec, Any, str], Iterator[Problem]]] = {
+_BY_KIND: dict[str, Callable[[CheckSpec, Any, str, Find], Iterator[Problem]]] = {
     "nonempty": _nonempty,
     "nonempty_any": _nonempty_any,
     "minimum": _minimum,
@@ -109,15 +138,24 @@ def iter_check_problems(
 ) -> Iterator[Problem]:
     """Run every check over `doc` and its nested documents (pre-order), in check order per node."""
     nodes = list(_nodes(doc, "", children, top=True))
+    found: dict[tuple[int, Any], list[tuple[Steps, Any]]] = {}
+
+    def find(node: Any, tokens: tuple[str | Var, ...]) -> list[tuple[Steps, Any]]:
+        # Several checks often read the same values (step ids: minimum and unique).
+        key = (id(node), tokens)
+        if key not in found:
+            found[key] = collect(node, tokens)
+        return found[key]
+
     for check in checks:
-        tree_seen: dict[Any, str] = {}
+        tree_seen: dict[Any, tuple[str, Any]] = {}
         for node, at, top in nodes:
             if (check.documents == "top" and not top) or (check.documents == "children" and top):
                 continue
             if check.kind == "unique":
-                yield from _unique(check, node, at, tree_seen if check.across == "tree" else {})
+                yield from _unique(check, node, at, find, tree_seen if check.across == "tree" else {})
             else:
-                yield from _BY_KIND[check.kind](check, node, at)
+                yield from _BY_KIND[check.kind](check, node, at, find)
 
 
 def _nodes(

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mapc.engine import pointer
-from mapc.engine.compile import Context, Program, Rule, Scope, get_in, insert_copying, put_in
 from mapc.engine.problems import MapcError, Problem
+from mapc.engine.program import Context, Program, Rule, get_in, insert_copying, put_in
 from mapc.engine.residual import count_keys
 from mapc.engine.values import MISSING, json_equal
 from mapc.engine.views import document_id
@@ -55,7 +55,7 @@ def _forward_node(
 ) -> dict[str, Any]:
     story: dict[str, Any] = {}
     ctx = Context({}, parent, story)
-    _forward_scope(program.root, node, story, ctx, prefix)
+    program.forward_root(node, story, ctx, prefix)
     if parent is not None:
         story["parent"] = {"psid": document_id(parent)}
     if ctx.residual:
@@ -72,29 +72,6 @@ def _forward_node(
                 child = _forward_node(program, kid, f"{base}/{i}", story, sdid, out)
                 ids.append(document_id(child))
     return story
-
-
-def _forward_scope(scope: Scope, src: Any, dst: dict[str, Any], ctx: Context, prefix: str) -> None:
-    for rule in scope.rules:
-        rule.forward(src, dst, ctx, prefix)
-    for rel, known in scope.objects:
-        obj = get_in(src, rel) if rel else src
-        if type(obj) is dict and not obj.keys() <= known:
-            base = prefix + "".join("/" + pointer.escape(k) for k in rel)
-            for key, value in obj.items():
-                if key not in known:
-                    ctx.residual[base + "/" + pointer.escape(key)] = value
-    for child in scope.children:
-        items = get_in(src, child.src_rel)
-        if type(items) is not list:
-            continue
-        dst_items: list[Any] = []
-        put_in(dst, child.dst_rel, dst_items)
-        base = prefix + child.pointer_prefix + "/"
-        for i, item in enumerate(items):
-            d: dict[str, Any] = {}
-            _forward_scope(child, item, d, ctx, base + str(i))
-            dst_items.append(d)
 
 
 # --- reverse -------------------------------------------------------------------------------
@@ -189,7 +166,7 @@ def _reverse_node(
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     mapped.append(Mapped(story, prefix))
-    _reverse_scope(program.root, story, out, story, parent, pending)
+    program.reverse_root(story, out, story, parent, pending)
     if program.children is not None and type(story.get("children")) is list:
         base = prefix + "".join("/" + pointer.escape(k) for k in program.children)
         kids = [
@@ -198,31 +175,6 @@ def _reverse_node(
         ]
         put_in(out, program.children, kids)
     return out
-
-
-def _reverse_scope(
-    scope: Scope,
-    story_elem: Any,
-    out: dict[str, Any],
-    story: dict[str, Any],
-    parent: dict[str, Any] | None,
-    pending: list[Any],
-) -> None:
-    for rule in scope.rules:
-        if rule.authoritative and rule.spec.op == "copy":
-            rule.reverse(story_elem, out, story)
-        if rule.write_back is not None and rule.targets:
-            pending.append((rule, story_elem, out, story, parent))
-    for child in scope.children:
-        items = get_in(story_elem, child.dst_rel)
-        if type(items) is not list:
-            continue
-        out_items: list[Any] = []
-        put_in(out, child.src_rel, out_items)
-        for item in items:
-            o: dict[str, Any] = {}
-            _reverse_scope(child, item, o, story, parent, pending)
-            out_items.append(o)
 
 
 def _write_back(

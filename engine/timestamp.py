@@ -13,6 +13,7 @@ Leap seconds: chrono accepts second ``60`` in any minute and stores it as second
 
 from __future__ import annotations
 
+import functools
 import re
 from functools import lru_cache
 from typing import Final
@@ -72,13 +73,15 @@ class TimestampError(ValueError):
     """A timestamp that R-TS rejects; the message says what was expected."""
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def parse_rfc3339(text: str) -> int:
     """Parse `text` as chrono's ``parse_from_rfc3339`` does; return nanoseconds since the Unix epoch.
 
     Accepts ``T``, ``t`` or a space between date and time, second 60, any number of fraction
     digits (beyond nine truncated) and an offset ``Z``, ``z`` or ``±HH:MM`` (``+``, ``-`` or
     U+2212, below 24 hours).  Raises `TimestampError` for anything else, for an invalid date and
-    for an instant outside i64 nanoseconds.
+    for an instant outside i64 nanoseconds.  Results are memoized: one conversion checks the same
+    timestamp text on the way in and again in the Storyline it makes.
     """
     m = _RFC3339.fullmatch(text)
     if m is None:
