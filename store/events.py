@@ -1,0 +1,846 @@
+"""``events.lance``: the append-only EventRecord log (RFC-0002, REFERENCE.md §1.2 and §4 EventRow).
+
+Three jobs live here:
+
+- **Records and rows.** `record_problems` checks one EventRecord (E-1 required keys, identity
+  strings, timestamp agreement, item 9); `append` writes records as EventRows, one Lance commit per
+  call; `read_records` reads them back in physical append order, failing closed when a row's
+  columns disagree with its ``payload_json``, and lets the physical ``session_id`` / ``agent_id``
+  columns override the producer's claim (item 8).
+- **Projection** events → Storyline (`project`, `project_records`), by the §1.2 rules.
+- **Synthesis** Storyline → events (`synthesize`): the degraded direction.
+
+Why this is code and not a mapping spec in ``mappings/``: a spec maps one document's pointers to
+another's, node by node.  The projection is not such a map: it groups records by ``call_id`` in
+order of first appearance, picks "the last non-empty value in append order" across records,
+folds request and response into one or two turns, computes latency from two timestamps, numbers
+the turns 1..n and puts orphan events after the calls.  Synthesis pairs consecutive turns and
+allocates sequence numbers.  None of that is a pointer-to-pointer rule, and events are Lance-only
+(E-7): there is no events *file* format for the engine to read.
+"""
+
+from __future__ import annotations
+
+import fcntl
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from mapc.engine import storyline
+from mapc.engine.problems import MapcError, Problem
+from mapc.engine.rules import SCHEMA_VERSION
+from mapc.engine.timestamp import TimestampError, format_rfc3339, parse_rfc3339, timestamp_ns
+from mapc.engine.views import effective_kind
+
+I64_MAX: Final = 2**63 - 1
+NS_PER_MS: Final = 1_000_000
+
+REQUEST_KINDS: Final = frozenset({"llm.request", "http.request"})
+RESPONSE_KINDS: Final = frozenset(
+    {"llm.response", "llm.response.stream", "http.response", "http.response.stream"}
+)
+
+# Optional top-level strings of an EventRecord: the identity keys, then the correlation envelope.
+_STRING_KEYS: Final = (
+    "event_id",
+    "run_id",
+    "attempt_id",
+    "storyline_id",
+    "turn_id",
+    "producer",
+    "timestamp",
+    "session_id",
+    "agent_id",
+    "parent_uuid",
+    "trace_id",
+    "call_id",
+    "subagent_id",
+    "parent_agent_id",
+    "branch",
+    "parent_call_id",
+)
+
+
+def _event_schema() -> Any:
+    import pyarrow as pa
+
+    s, i = pa.string(), pa.int64()
+    return pa.schema(
+        [
+            pa.field("seq", i, nullable=False),
+            pa.field("event_id", s),
+            pa.field("timestamp", pa.timestamp("ms", tz="UTC"), nullable=False),
+            pa.field("kind", s, nullable=False),
+            pa.field("source", s, nullable=False),
+            pa.field("agent_id", s),
+            pa.field("session_id", s),
+            pa.field("call_id", s),
+            pa.field("trace_id", s),
+            pa.field("parent_call_id", s),
+            pa.field("model", s),
+            pa.field("payload_json", s, nullable=False),
+        ]
+    )
+
+
+# --- records ----------------------------------------------------------------------------------------
+
+
+def _q(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def record_problems(record: Any) -> list[Problem]:
+    """Every problem of one EventRecord; empty when it may be appended.
+
+    ``seq``, ``source``, ``kind`` and ``payload`` are required (E-1); ``seq`` is an unsigned
+    integer that fits the Int64 column; ``source`` and ``kind`` are non-blank strings; the identity
+    and envelope keys are strings when present (null is absent); ``timestamp`` is RFC 3339 and
+    ``timestamp_unix_ms`` an unsigned integer, equal to the millisecond when both are present; a
+    stored row needs one of the two.
+    """
+    if type(record) is not dict:
+        return [Problem("events.not_object", "", "an EventRecord is a JSON object")]
+    problems = []
+    for key in ("seq", "source", "kind", "payload"):
+        if key not in record:
+            problems.append(Problem("events.missing_field", f"/{key}", f"{key} is required"))
+    seq = record.get("seq")
+    if "seq" in record and (type(seq) is not int or seq < 0):
+        problems.append(Problem("events.bad_type", "/seq", f"expected an unsigned integer, found {_q(seq)}"))
+    elif type(seq) is int and seq > I64_MAX:
+        problems.append(Problem("events.seq_range", "/seq", f"{seq} does not fit the Int64 seq column"))
+    for key in ("source", "kind"):
+        if key not in record:
+            continue
+        value = record[key]
+        if type(value) is not str:
+            problems.append(Problem("events.bad_type", f"/{key}", f"expected a string, found {_q(value)}"))
+        elif not value.strip():
+            problems.append(Problem("events.blank", f"/{key}", f"{key} must not be blank"))
+    for key in _STRING_KEYS:
+        value = record.get(key)
+        if value is not None and type(value) is not str:
+            problems.append(Problem("events.bad_type", f"/{key}", f"expected a string, found {_q(value)}"))
+    unix_ms = record.get("timestamp_unix_ms")
+    has_time = unix_ms is not None or record.get("timestamp") is not None
+    if unix_ms is not None and (type(unix_ms) is not int or not 0 <= unix_ms <= I64_MAX):
+        problems.append(
+            Problem(
+                "events.bad_type",
+                "/timestamp_unix_ms",
+                f"expected milliseconds as an unsigned integer, found {_q(unix_ms)}",
+            )
+        )
+        unix_ms = None
+    text = record.get("timestamp")
+    text_ms = None
+    if type(text) is str:
+        try:
+            text_ms = parse_rfc3339(text) // NS_PER_MS
+        except TimestampError as exc:
+            problems.append(Problem("events.bad_timestamp", "/timestamp", str(exc)))
+    if unix_ms is not None and text_ms is not None and unix_ms != text_ms:
+        problems.append(
+            Problem(
+                "events.timestamp_conflict",
+                "/timestamp_unix_ms",
+                f"timestamp_unix_ms {unix_ms} disagrees with timestamp {_q(text)} ({text_ms} ms)",
+            )
+        )
+    if not has_time:
+        problems.append(
+            Problem("events.missing_timestamp", "", "a stored event needs timestamp_unix_ms or timestamp")
+        )
+    return problems
+
+
+def event_ms(record: dict[str, Any]) -> int | None:
+    """The event's time in Unix milliseconds: ``timestamp_unix_ms``, else the parsed ``timestamp``."""
+    unix_ms = record.get("timestamp_unix_ms")
+    if type(unix_ms) is int:
+        return unix_ms
+    text = record.get("timestamp")
+    if type(text) is str:
+        return parse_rfc3339(text) // NS_PER_MS
+    return None
+
+
+def parse_jsonl(data: bytes) -> list[dict[str, Any]]:
+    """EventRecords of a JSONL file (debug/test input only, E-7), each checked; line-located errors."""
+    records: list[dict[str, Any]] = []
+    problems: list[Problem] = []
+    for n, line in enumerate(data.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            problems.append(Problem("json.invalid", "", f"not valid JSON: {exc}", line=n))
+            continue
+        found = record_problems(record)
+        problems.extend(p.on_line(n) for p in found)
+        if not found:
+            records.append(record)
+    if problems:
+        raise MapcError(problems)
+    if not records:
+        raise MapcError.single("input.empty", "", "the file holds no records; it cannot be empty")
+    return records
+
+
+# --- rows -------------------------------------------------------------------------------------------
+
+
+def _string(record: dict[str, Any], key: str) -> str | None:
+    value = record.get(key)
+    return value if type(value) is str else None
+
+
+def _model(record: dict[str, Any]) -> str | None:
+    payload = record.get("payload")
+    model = payload.get("model") if type(payload) is dict else None
+    return model if type(model) is str else None
+
+
+def _row(record: dict[str, Any]) -> tuple[Any, ...]:
+    return (
+        record["seq"],
+        _string(record, "event_id"),
+        event_ms(record),
+        record["kind"],
+        record["source"],
+        _string(record, "agent_id"),
+        _string(record, "session_id"),
+        _string(record, "call_id"),
+        _string(record, "trace_id"),
+        _string(record, "parent_call_id"),
+        _model(record),
+        _q(record),
+    )
+
+
+def to_table(records: Iterable[dict[str, Any]]) -> Any:
+    """EventRows (§4) of checked records, as an Arrow table."""
+    import pyarrow as pa
+
+    schema = _event_schema()
+    rows = [_row(r) for r in records]
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
+    arrays = [pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.mkdir(parents=True, exist_ok=True)
+    with open(path / ".lock", "a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def append(path: Path, records: list[dict[str, Any]]) -> int:
+    """Append `records` (each checked first) to ``events.lance`` at `path`: one Lance commit.
+
+    Append-only: rows are never rewritten, and ``seq`` is kept as the producer gave it (E-2: not
+    unique, not re-sorted).  Returns the new table version.
+    """
+    import lance
+
+    problems = [p.within(f"/{i}") for i, r in enumerate(records) for p in record_problems(r)]
+    if problems:
+        raise MapcError(problems)
+    table = to_table(records)
+    with _locked(path):
+        exists = (path / "_versions").is_dir()
+        ds = lance.write_dataset(table, str(path), schema=table.schema, mode="append" if exists else "create")
+    return ds.version
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The EventRecords of ``events.lance`` in physical append order, checked against their columns.
+
+    Each row's ``seq``, ``event_id``, ``timestamp``, ``kind``, ``source``, ``call_id``,
+    ``trace_id``, ``parent_call_id`` and ``model`` must agree with ``payload_json`` (else
+    ``events.row_mismatch``); the ``session_id`` and ``agent_id`` columns then replace the
+    record's own values (a null column removes the key).
+    """
+    import lance
+    import pyarrow as pa
+
+    if not (path / "_versions").is_dir():
+        raise MapcError.single("events.not_a_table", "", f"{path} is not a Lance table")
+    ds = lance.dataset(str(path))
+    schema = _event_schema()
+    if not ds.schema.equals(schema):
+        raise MapcError.single(
+            "events.schema_mismatch",
+            "events",
+            f"expected the EventRow columns {schema.names}, found {ds.schema}",
+        )
+    table = ds.to_table()
+    cols = {}
+    for name in table.column_names:
+        column = table.column(name)
+        cols[name] = (column.cast(pa.int64()) if name == "timestamp" else column).to_pylist()
+    out = []
+    problems: list[Problem] = []
+    for i in range(table.num_rows):
+        where = f"events[row={i}, seq={cols['seq'][i]}]"
+        try:
+            record = orjson.loads(cols["payload_json"][i])
+        except orjson.JSONDecodeError as exc:
+            problems.append(Problem("events.bad_json", f"{where}.payload_json", f"not JSON: {exc}"))
+            continue
+        found = record_problems(record)
+        if found:
+            problems.extend(
+                Problem("events.bad_record", f"{where}.payload_json{p.pointer}", f"{p.message} [{p.code}]")
+                for p in found
+            )
+            continue
+        expected = _row(record)
+        for index, name in enumerate(schema.names):
+            if name in ("session_id", "agent_id", "payload_json"):
+                continue
+            if cols[name][i] != expected[index]:
+                problems.append(
+                    Problem(
+                        "events.row_mismatch",
+                        f"{where}.{name}",
+                        f"the column holds {_q(cols[name][i])} but payload_json gives {_q(expected[index])}",
+                    )
+                )
+        for name in ("session_id", "agent_id"):
+            if cols[name][i] is None:
+                record.pop(name, None)
+            else:
+                record[name] = cols[name][i]
+        out.append(record)
+    if problems:
+        raise MapcError(problems)
+    return out
+
+
+# --- projection: events → Storyline -----------------------------------------------------------------
+
+
+def storyline_key(record: dict[str, Any]) -> str | None:
+    """The Storyline a record belongs to: its non-empty ``session_id``, ``storyline_id`` or ``run_id``."""
+    for key in ("session_id", "storyline_id", "run_id"):
+        value = record.get(key)
+        if type(value) is str and value:
+            return value
+    return None
+
+
+def _last_non_empty(records: list[dict[str, Any]], key: str) -> str | None:
+    for record in reversed(records):
+        value = record.get(key)
+        if type(value) is str and value:
+            return value
+    return None
+
+
+def _rfc3339_ms(ms: int) -> str:
+    """chrono's ``to_rfc3339_opts(SecondsFormat::Millis, true)``: always three fraction digits."""
+    text = format_rfc3339(ms * NS_PER_MS)
+    return text if "." in text else text[:-1] + ".000Z"
+
+
+def _event_time(record: dict[str, Any]) -> tuple[str | None, int | None]:
+    """(RFC 3339 millisecond text, Unix ms) of a record, or (None, None); conflicts are errors."""
+    problems = [
+        p for p in record_problems(record) if p.code in ("events.timestamp_conflict", "events.bad_timestamp")
+    ]
+    if problems:
+        raise MapcError(problems)
+    ms = event_ms(record)
+    return (None, None) if ms is None else (_rfc3339_ms(ms), ms)
+
+
+def message_text(message: Any) -> str | None:
+    """A message's text: a string, or the ``text`` of its content parts joined; None otherwise."""
+    if type(message) is str:
+        return message
+    if type(message) is list:
+        texts = [p["text"] for p in message if type(p) is dict and type(p.get("text")) is str]
+        return "".join(texts) if texts else None
+    return None
+
+
+def _json_body(body: Any) -> Any:
+    """A wire body as JSON: an object as is, a string holding JSON parsed; else None."""
+    if type(body) is dict:
+        return body
+    if type(body) is str and body.lstrip().startswith("{"):
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return None
+    return None
+
+
+def _http(payload: dict[str, Any]) -> dict[str, Any]:
+    http = payload.get("http")
+    return http if type(http) is dict else {}
+
+
+def _request_body(payload: dict[str, Any]) -> Any:
+    """The request's wire body: ``payload.http.request_body``, else the flat legacy ``body`` (E-5)."""
+    body = _json_body(_http(payload).get("request_body"))
+    return body if body is not None else _json_body(payload.get("body"))
+
+
+def _response_body(payload: dict[str, Any]) -> Any:
+    """The raw response body (object, JSON text or SSE text), nested first, then the flat ``body``."""
+    http = _http(payload)
+    if http.get("response_body") is not None:
+        return http["response_body"]
+    return payload.get("body")
+
+
+def _request_messages(payload: dict[str, Any]) -> Any:
+    body = _request_body(payload)
+    if type(body) is dict and type(body.get("messages")) is list:
+        return body["messages"]
+    messages = payload.get("messages")
+    return messages if type(messages) is list else None
+
+
+def extract_user(payload: Any) -> str | None:
+    """User text: the last user message of the request wire body (or the parsed ``messages``),
+    else the ``user_content`` summary (the RFC: summaries are only a fast path)."""
+    if type(payload) is not dict:
+        return None
+    messages = _request_messages(payload)
+    if messages is not None:
+        for message in reversed(messages):
+            if type(message) is dict and message.get("role") == "user":
+                text = message_text(message.get("content"))
+                if text is not None:
+                    return text
+    summary = payload.get("user_content")
+    return summary if type(summary) is str else None
+
+
+def _choice_text(body: Any) -> str | None:
+    if type(body) is not dict:
+        return None
+    choices = body.get("choices")
+    if type(choices) is list and choices and type(choices[0]) is dict:
+        message = choices[0].get("message")
+        if type(message) is dict:
+            text = message_text(message.get("content"))
+            if text is not None:
+                return text
+    if body.get("type") == "message" and type(body.get("content")) is list:  # Anthropic Messages
+        return message_text(body["content"])
+    return None
+
+
+def _sse_text(body: str) -> str | None:
+    """Assistant text of an SSE stream of chat-completion chunks (``data:`` lines), or None."""
+    parts: list[str] = []
+    found = False
+    for line in body.splitlines():
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if not data or data == "[DONE]":
+            continue
+        try:
+            chunk = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            continue
+        choices = chunk.get("choices") if type(chunk) is dict else None
+        if type(choices) is list and choices and type(choices[0]) is dict:
+            delta = choices[0].get("delta")
+            if type(delta) is dict and type(delta.get("content")) is str:
+                parts.append(delta["content"])
+                found = True
+    return "".join(parts) if found else None
+
+
+def extract_assistant(payload: Any) -> str | None:
+    """Assistant text: the response wire body (``/choices/0/message/content``, Anthropic text
+    blocks, or an SSE chunk stream), then ``payload.choices``, then the ``assistant_content``
+    summary, then a bare ``content`` string (what `synthesize` writes)."""
+    if type(payload) is not dict:
+        return None
+    body = _response_body(payload)
+    text = _choice_text(_json_body(body))
+    if text is None and type(body) is str and "data:" in body:
+        text = _sse_text(body)
+    if text is None:
+        text = _choice_text(payload)
+    if text is None and type(payload.get("assistant_content")) is str:
+        text = payload["assistant_content"]
+    if text is None and type(payload.get("content")) is str:
+        text = payload["content"]
+    return text
+
+
+def _usage(payload: dict[str, Any]) -> Any:
+    body = _json_body(_response_body(payload))
+    if type(body) is dict and "usage" in body:
+        return body["usage"]
+    return payload.get("usage")
+
+
+def _int_at(obj: Any, *keys: str) -> int | None:
+    for key in keys:
+        if type(obj) is not dict:
+            return None
+        obj = obj.get(key)
+    return obj if type(obj) is int else None
+
+
+def _model_of(payload: dict[str, Any]) -> str | None:
+    body = _request_body(payload)
+    for source in (body, payload):
+        if type(source) is dict and type(source.get("model")) is str:
+            return source["model"]
+    return None
+
+
+def project_records(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """One Storyline from append-ordered records (§1.2 projection), validated.
+
+    - ``session`` = the last non-empty of (``session_id`` → ``storyline_id`` → ``run_id``) in
+      append order; none is an error.  ``run`` = the last non-empty ``run_id`` if it differs from
+      the session, and then ``parent = {psid: run}`` (``rel`` ``spawn``).  ``agent.id`` (and
+      ``name``) = the last non-empty ``agent_id``, else ``unknown``.
+    - Records with a non-empty ``call_id`` are grouped by it, groups in order of first
+      appearance.  Per group: a user turn (``kind: llm.request``, ``extra: {call_id, seq}``) when
+      both user and assistant text exist, then one turn for the call (``agent`` with the
+      assistant text, else ``user`` with the user text, else ``agent`` with ``""``), ``kind:
+      llm.response`` (``llm.request`` for the user case), ``extra: {call_id, request_messages,
+      seq}``, ``metrics`` = usage, ``latency_ms`` = the payload's, else response − request time,
+      ``ttft_ms``, ``model``, ``nllm: 1`` for an agent turn.
+    - Records without ``call_id`` whose kind is ``session.*`` or ``note`` become ``system`` turns
+      (``kind: internal``, ``msg: {kind, payload}``, ``extra: {seq, event_seq}``) after the calls;
+      other orphans are dropped.
+    - Turn ids are 1..n; ``origin.format`` is ``canonical-event``; timestamps are RFC 3339 with
+      milliseconds, from ``timestamp_unix_ms`` (else ``timestamp``).
+    """
+    if not records:
+        raise MapcError.single("events.empty", "", "no event to project")
+    for record in records:
+        _event_time(record)  # timestamp agreement (item 9) before anything else
+    session = None
+    for record in reversed(records):
+        session = storyline_key(record)
+        if session is not None:
+            break
+    if session is None:
+        raise MapcError.single(
+            "events.no_session", "", "a projection needs a session_id, storyline_id or run_id on some event"
+        )
+    run = _last_non_empty(records, "run_id")
+    agent_id = _last_non_empty(records, "agent_id") or "unknown"
+
+    groups: dict[str, list[dict[str, Any]]] = {}
+    orphans: list[dict[str, Any]] = []
+    for record in records:
+        call_id = record.get("call_id")
+        if type(call_id) is str and call_id:
+            groups.setdefault(call_id, []).append(record)
+        else:
+            orphans.append(record)
+
+    turns: list[dict[str, Any]] = []
+    for call_id, group in groups.items():
+        turns.extend(_call_turns(call_id, group))
+    for record in orphans:
+        kind = record["kind"]
+        if kind.startswith("session.") or kind == "note":
+            ts, _ = _event_time(record)
+            turn: dict[str, Any] = {"id": 0, "kind": "internal"}
+            if ts is not None:
+                turn["ts"] = ts
+            turn.update(
+                src="system",
+                msg={"kind": kind, "payload": record["payload"]},
+                extra={"seq": record["seq"], "event_seq": record["seq"]},
+            )
+            turns.append(turn)
+    for n, turn in enumerate(turns, start=1):
+        turn["id"] = n
+
+    story: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "origin": {"format": "canonical-event"}}
+    if run is not None and run != session:
+        story["run"] = run
+    story["session"] = session
+    story["agent"] = {"id": agent_id, "name": agent_id}
+    if run is not None and run != session:
+        story["parent"] = {"psid": run, "rel": "spawn"}
+    story["turns"] = turns
+    problems = storyline.check(story)
+    if problems:
+        raise MapcError(
+            Problem(
+                "events.invalid_projection", p.pointer, f"the projected Storyline is invalid: {p.message}"
+            )
+            for p in problems
+        )
+    return story
+
+
+def _call_turns(call_id: str, group: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    first_ts, _ = _event_time(group[0])
+    model = user_text = asst_text = request_messages = metrics = None
+    ttft = latency = None
+    req_ts = resp_ts = None
+    req_ms = resp_ms = None
+    req_seq = resp_seq = None
+    for record in group:
+        kind = record["kind"]
+        payload = record["payload"] if type(record["payload"]) is dict else {}
+        ts, ms = _event_time(record)
+        if kind in REQUEST_KINDS:
+            req_ts, req_ms = ts, ms
+            model = _model_of(payload)
+            user_text = extract_user(payload)
+            request_messages = _request_messages(payload)
+            if req_seq is None:
+                req_seq = record["seq"]
+        elif kind in RESPONSE_KINDS:
+            resp_ts, resp_ms = ts, ms
+            asst_text = extract_assistant(payload)
+            usage = _usage(payload)
+            if usage is not None:
+                metrics = usage
+            ttft = _int_at(payload, "ttft_ms")
+            if ttft is None:
+                ttft = _int_at(payload, "timing", "ttft_ms")
+            if ttft is None:
+                ttft = _int_at(metrics, "ttft_ms")
+            if latency is None:
+                latency = _int_at(payload, "latency_ms")
+                if latency is None:
+                    latency = _int_at(payload, "timing", "duration_ms")
+            if resp_seq is None:
+                resp_seq = record["seq"]
+    if latency is None and req_ms is not None and resp_ms is not None:
+        latency = resp_ms - req_ms
+
+    turns = []
+    if user_text is not None and asst_text is not None:
+        turn: dict[str, Any] = {"id": 0, "kind": "llm.request"}
+        _put(turn, "ts", req_ts or first_ts)
+        turn.update(src="user", msg=user_text, extra=_extra(call_id, req_seq))
+        turns.append(turn)
+    if asst_text is not None:
+        source, message, kind, seq = "agent", asst_text, "llm.response", resp_seq
+    elif user_text is not None:
+        source, message, kind, seq = "user", user_text, "llm.request", req_seq
+    else:
+        source, message, kind, seq = (
+            "agent",
+            "",
+            "llm.response",
+            resp_seq if resp_seq is not None else req_seq,
+        )
+    turn = {"id": 0, "kind": kind}
+    _put(turn, "ts", resp_ts or req_ts or first_ts)
+    turn.update(src=source, msg=message)
+    _put(turn, "metrics", metrics)
+    _put(turn, "model", model)
+    if source == "agent":
+        turn["nllm"] = 1
+        _put(turn, "latency_ms", latency)
+        _put(turn, "ttft_ms", ttft)
+    extra = {"call_id": call_id, "request_messages": request_messages}
+    if seq is not None:
+        extra["seq"] = seq
+    turn["extra"] = extra
+    turns.append(turn)
+    return turns
+
+
+def _extra(call_id: str, seq: int | None) -> dict[str, Any]:
+    extra: dict[str, Any] = {"call_id": call_id}
+    if seq is not None:
+        extra["seq"] = seq
+    return extra
+
+
+def _put(obj: dict[str, Any], key: str, value: Any) -> None:
+    if value is not None:
+        obj[key] = value
+
+
+def project(records: list[dict[str, Any]], *, session: str | None = None) -> list[dict[str, Any]]:
+    """One Storyline per ``storyline_key`` (in order of first appearance), or only `session`'s.
+
+    A record with no ``session_id``, ``storyline_id`` or ``run_id`` cannot be placed: error.
+    """
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for i, record in enumerate(records):
+        key = storyline_key(record)
+        if key is None:
+            raise MapcError.single(
+                "events.no_session",
+                f"events[row={i}, seq={record.get('seq')}]",
+                "the event has no session_id, storyline_id or run_id, so it belongs to no Storyline",
+            )
+        if session is None or key == session:
+            groups.setdefault(key, []).append(record)
+    if not groups:
+        what = "no event" if session is None else f"no event of session {_q(session)}"
+        raise MapcError.single("events.not_found", "", f"{what} to project")
+    return [project_records(group) for group in groups.values()]
+
+
+# --- synthesis: Storyline → events (degraded) -------------------------------------------------------
+
+
+class _Seq:
+    """``extra.seq`` when a turn has one (an unsigned integer), else the next free number."""
+
+    __slots__ = ("next",)
+
+    def __init__(self) -> None:
+        self.next = 0
+
+    def take(self, turn: dict[str, Any] | None) -> int:
+        extra = turn.get("extra") if turn is not None else None
+        seq = extra.get("seq") if type(extra) is dict else None
+        if type(seq) is int and seq >= 0:
+            self.next = max(self.next, seq + 1)
+            return seq
+        seq = self.next
+        self.next += 1
+        return seq
+
+
+def _call_id_of(turn: dict[str, Any]) -> str | None:
+    extra = turn.get("extra")
+    call_id = extra.get("call_id") if type(extra) is dict else None
+    return call_id if type(call_id) is str and call_id else None
+
+
+def synthesize(story: dict[str, Any]) -> list[dict[str, Any]]:
+    """The degraded EventRecords of a validated Storyline (§1.2 "Storyline → events").
+
+    ``source: "pchronicle"``; ``internal`` turns become ``note`` events whose payload is the
+    turn's ``msg``; a ``user`` turn becomes an ``llm.request`` (paired with the next agent turn's
+    ``llm.response`` under one ``call_id``); other turns an ``llm.response``, preceded by an
+    ``llm.request`` when ``extra.request_messages`` exists.  A turn ``kind`` starting with
+    ``llm.`` or ``http.`` is kept as the event kind.  ``call_id`` = ``extra.call_id``, else the
+    paired turn's, else ``turn-{id}``; ``seq`` = ``extra.seq`` or the next free number.  Every
+    request/response payload carries ``degraded: true``: it is a projection of the conversation,
+    not the HTTP wire (E-4), so it never claims to be replayable.  A note is not an HTTP record
+    and keeps the message as it is.
+
+    Time: a turn's ``ts`` gives ``timestamp`` (a number is written as RFC 3339) and
+    ``timestamp_unix_ms`` (when not before 1970); a turn without one takes the previous event's
+    time, else the document's ``started_at``, else the Unix epoch, because an EventRow needs one.
+    """
+    turns = story["turns"]
+    session = story["session"]
+    agent_id = story["agent"]["id"]
+    seqs = _Seq()
+    events: list[dict[str, Any]] = []
+    clock = _Clock(story.get("started_at"))
+
+    def event(turn: dict[str, Any], kind: str, call_id: str | None, payload: Any, seq: int) -> None:
+        record: dict[str, Any] = {"seq": seq, "source": "pchronicle", "kind": kind}
+        record.update(clock.fields(turn.get("ts")))
+        record["session_id"] = session
+        record["agent_id"] = agent_id
+        if call_id is not None:
+            record["call_id"] = call_id
+        record["payload"] = payload
+        events.append(record)
+
+    def exchange_kind(turn: dict[str, Any], default: str) -> str:
+        kind = turn.get("kind")
+        return kind if type(kind) is str and kind.startswith(("llm.", "http.")) else default
+
+    i = 0
+    while i < len(turns):
+        turn = turns[i]
+        if effective_kind(turn) == "internal":
+            event(turn, "note", None, turn["msg"], seqs.take(turn))
+            i += 1
+            continue
+        paired = None
+        if turn["src"] == "user" and i + 1 < len(turns):
+            following = turns[i + 1]
+            if following["src"] == "agent" and effective_kind(following) != "internal":
+                paired = following
+        call_id = _call_id_of(turn) or (paired and _call_id_of(paired)) or f"turn-{turn['id']}"
+        text = message_text(turn["msg"]) or ""
+        if turn["src"] == "user":
+            request = {
+                "model": turn.get("model"),
+                "messages": [{"role": "user", "content": text}],
+                "degraded": True,
+            }
+            event(turn, exchange_kind(turn, "llm.request"), call_id, request, seqs.take(turn))
+            if paired is not None:
+                event(
+                    paired,
+                    exchange_kind(paired, "llm.response"),
+                    call_id,
+                    _response(paired),
+                    seqs.take(paired),
+                )
+                i += 2
+                continue
+            i += 1
+            continue
+        extra = turn.get("extra")
+        messages = extra.get("request_messages") if type(extra) is dict else None
+        if messages is not None:
+            request = {"model": turn.get("model"), "messages": messages, "degraded": True}
+            event(turn, "llm.request", call_id, request, seqs.take(None))
+        event(turn, exchange_kind(turn, "llm.response"), call_id, _response(turn), seqs.take(turn))
+        i += 1
+    return events
+
+
+def _response(turn: dict[str, Any]) -> dict[str, Any]:
+    text = message_text(turn["msg"]) or ""
+    return {
+        "content": text,
+        "choices": [{"message": {"role": "assistant", "content": text}}],
+        "usage": turn.get("metrics"),
+        "latency_ms": turn.get("latency_ms"),
+        "ttft_ms": turn.get("ttft_ms"),
+        "degraded": True,
+    }
+
+
+class _Clock:
+    """Event times for synthesized records: the turn's own, else the last one used."""
+
+    __slots__ = ("last",)
+
+    def __init__(self, started_at: Any) -> None:
+        self.last: dict[str, Any] = {"timestamp_unix_ms": 0}
+        if started_at is not None:
+            self.last = self._from(started_at)
+
+    @staticmethod
+    def _from(ts: Any) -> dict[str, Any]:
+        ns = timestamp_ns(ts)
+        text = ts if type(ts) is str else format_rfc3339(ns)
+        out: dict[str, Any] = {}
+        if ns >= 0:
+            out["timestamp_unix_ms"] = ns // NS_PER_MS
+        out["timestamp"] = text
+        return out
+
+    def fields(self, ts: Any) -> dict[str, Any]:
+        if ts is not None:
+            self.last = self._from(ts)
+        return dict(self.last)
