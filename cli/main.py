@@ -13,6 +13,12 @@ from mapc import __version__
 COMMANDS = {
     "run": "mapc.cli.run:run_command",
     "validate": "mapc.cli.validate:validate_command",
+    "store": "mapc.cli.store:store_command",
+    "export": "mapc.cli.store:export_command",
+    "index": "mapc.cli.store:index_command",
+    "compact": "mapc.cli.store:compact_command",
+    "query": "mapc.cli.query:query_command",
+    "events": "mapc.cli.events:events_group",
 }
 
 

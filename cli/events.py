@@ -1,0 +1,98 @@
+"""`mapc events append|project|synthesize`: the events.lance source of truth (RFC-0002).
+
+Events are Lance-only (E-7): JSONL EventRecords are a debug/test input of `append`, never a
+format of `convert`.  Other formats reach events only through Storyline (`synthesize`) and leave
+them only through Storyline (`project`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from mapc.cli.files import is_jsonl, read_bytes, write_bytes
+from mapc.cli.output import dump_json, fail_on
+from mapc.engine import convert
+
+
+@click.group("events")
+def events_group() -> None:
+    """Append to, project and synthesize events.lance (RFC-0002)."""
+
+
+@events_group.command("append")
+@click.argument("file", metavar="FILE.jsonl")
+@click.option(
+    "--to", "to", required=True, metavar="EVENTS.lance", help="The events table (created if needed)."
+)
+def append_command(file: str, to: str) -> None:
+    """Append the EventRecords of a JSONL file.
+
+    The records go to events.lance (created if needed) in one commit.
+
+    Every record needs seq, source, kind and payload; a problem is reported with its line and
+    nothing is appended.
+
+    \b
+    Example:
+      mapc events append tests/store/data/capture.jsonl --to /tmp/events.lance
+    """
+    from mapc.store import events
+
+    data = read_bytes(file)
+    with fail_on(file):
+        records = events.parse_jsonl(data)
+    with fail_on(to):
+        events.append(Path(to), records)
+    click.echo(f"appended {len(records)} event{'s' if len(records) != 1 else ''} to {to}")
+
+
+@events_group.command("project")
+@click.argument("events_path", metavar="EVENTS.lance", type=click.Path(exists=True, file_okay=False))
+@click.option("--to", "fmt", default="storyline", show_default=True, metavar="FMT", help="Output format.")
+@click.option("-o", "--output", metavar="OUT", help="Write here (atomically) instead of stdout.")
+@click.option("--session", metavar="ID", help="Only the Storyline of this session.")
+def project_command(events_path: str, fmt: str, output: str | None, session: str | None) -> None:
+    """Project events into Storylines, in any format.
+
+    One Storyline per session (REFERENCE.md §1.2), then through the hub.
+
+    \b
+    Examples:
+      mapc events project /tmp/events.lance
+      mapc events project /tmp/events.lance --to atif -o /tmp/events-atif.json
+    """
+    from mapc.store import events
+
+    if fmt not in convert.formats():
+        raise click.BadParameter(f"{fmt!r} is not one of {', '.join(convert.formats())}", param_hint="--to")
+    with fail_on(events_path):
+        stories = events.project(events.read_records(Path(events_path)), session=session)
+        result = convert.from_storyline(fmt, stories)
+    write_bytes(output, dump_json(result))
+
+
+@events_group.command("synthesize")
+@click.argument("file", metavar="STORYLINE")
+@click.option(
+    "--to", "to", required=True, metavar="EVENTS.lance", help="The events table (created if needed)."
+)
+def synthesize_command(file: str, to: str) -> None:
+    """Append degraded events made from Storylines.
+
+    Each request/response event carries payload.degraded = true.
+
+    \b
+    Example:
+      mapc events synthesize /tmp/corpus.json --to /tmp/synthesized.lance
+    """
+    from mapc.store import events
+
+    data = read_bytes(file)
+    with fail_on(file):
+        stories = convert.into_storyline(convert.STORYLINE, data, jsonl=is_jsonl(file))
+        records = [record for story in stories for record in events.synthesize(story)]
+    with fail_on(to):
+        events.append(Path(to), records)
+    click.echo(f"appended {len(records)} event{'s' if len(records) != 1 else ''} to {to}")

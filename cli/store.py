@@ -1,0 +1,185 @@
+"""`mapc store`, `mapc export`, `mapc index`, `mapc compact`: Storylines in a Lance dataset.
+
+pyarrow and lance are imported inside the commands (through `mapc.store`), never at import time,
+so listing commands or running `mapc run` does not pay for them.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from mapc.cli.files import is_jsonl, read_bytes, write_bytes
+from mapc.cli.output import dump_json, fail_on
+from mapc.cli.render import report
+from mapc.engine import convert
+from mapc.engine.problems import MapcError
+
+SUFFIXES = (".json", ".jsonl", ".ndjson")
+EVENTS_HINT = (
+    "events are Lance-only (RFC-0002 E-7): append JSONL records with `mapc events append`, "
+    "and turn events.lance into Storylines with `mapc events project`"
+)
+
+
+def _check_format(fmt: str, param: str) -> None:
+    if fmt == "events":
+        raise click.BadParameter(EVENTS_HINT, param_hint=param)
+    if fmt not in convert.formats():
+        raise click.BadParameter(f"{fmt!r} is not one of {', '.join(convert.formats())}", param_hint=param)
+
+
+def input_files(paths: tuple[str, ...]) -> list[str]:
+    """The files to import: each file as given, and each directory's .json/.jsonl/.ndjson files
+    (recursively, sorted, skipping hidden entries and ``*.lance`` tables)."""
+    files: list[str] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            found = sorted(
+                str(p)
+                for p in path.rglob("*")
+                if p.is_file()
+                and p.suffix in SUFFIXES
+                and not any(
+                    part.startswith(".") or part.endswith(".lance") for part in p.relative_to(path).parts
+                )
+            )
+            if not found:
+                raise click.BadParameter(f"{given} holds no {'/'.join(SUFFIXES)} file", param_hint="INPUT")
+            files.extend(found)
+        elif path.is_file() or given == "-":
+            files.append(given)
+        else:
+            raise click.BadParameter(f"cannot read {given}: no such file or directory", param_hint="INPUT")
+    return files
+
+
+@click.command("store")
+@click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
+@click.option("--to", "to", required=True, metavar="DATASET", help="Dataset directory (created if needed).")
+@click.option(
+    "--from",
+    "fmt",
+    default="storyline",
+    show_default=True,
+    metavar="FMT",
+    help="Format of every input (storyline, atif, …).",
+)
+def store_command(inputs: tuple[str, ...], to: str, fmt: str) -> None:
+    """Import files or directories into a Lance dataset.
+
+    Every input goes through the Storyline hub and is validated first; DATASET is
+    appended to, or created.  A document_id already stored, or given twice, is an error
+    naming both, and nothing is written.  --from defaults to storyline until detection
+    from content lands.
+
+    \b
+    Examples:
+      mapc store --from atif tests/data/fixtures/atif --to /tmp/corpus
+      mapc store --from atif tests/data/fixtures/atif/sparse_13.json --to /tmp/one
+    """
+    from mapc.store import dataset
+
+    _check_format(fmt, "--from")
+    files = input_files(inputs)
+    datas = [(f, read_bytes(f)) for f in files]  # unreadable files: usage error before any work
+    batches: list[tuple[Any, dict[str, Any]]] = []
+    failed = False
+    for file, data in datas:
+        try:
+            stories = convert.into_storyline(fmt, data, jsonl=is_jsonl(file))
+        except MapcError as exc:
+            report(exc.source or file, exc.problems)
+            failed = True
+            continue
+        for i, story in enumerate(stories):
+            batches.append((dataset.Source(file, f"/{i}" if len(stories) > 1 else ""), story))
+    if failed:
+        sys.exit(1)
+    try:
+        stored = dataset.store(Path(to), batches)
+    except dataset.LocatedError as exc:
+        for file, problem in exc.located:
+            report(file, [problem])
+        sys.exit(1)
+    except MapcError as exc:
+        report(exc.source or to, exc.problems)
+        sys.exit(1)
+    click.echo(
+        f"stored {stored.documents} document{'s' if stored.documents != 1 else ''} "
+        f"({stored.steps} steps, {stored.tool_calls} tool calls) in {to}"
+    )
+
+
+_DATASET = click.Path(exists=True, file_okay=False)
+
+
+@click.command("export")
+@click.argument("dataset_dir", metavar="DATASET", type=_DATASET)
+@click.option("--to", "fmt", required=True, metavar="FMT", help="Output format (storyline, atif, …).")
+@click.option("-o", "--output", metavar="OUT", help="Write here (atomically) instead of stdout.")
+@click.option("--session", metavar="ID", help="Only the documents of this session.")
+@click.option("--document", metavar="ID", help="Only the document with this document_id.")
+def export_command(
+    dataset_dir: str, fmt: str, output: str | None, session: str | None, document: str | None
+) -> None:
+    """Rebuild documents from a dataset, in any format.
+
+    Reading checks the table invariants (ordinals, foreign keys, results_json) and fails closed.
+
+    \b
+    Examples:
+      mapc export /tmp/corpus --to storyline -o /tmp/corpus.json
+      mapc export /tmp/corpus --to atif --session fixture-sparse_13
+    """
+    from mapc.store import dataset
+
+    _check_format(fmt, "--to")
+    with fail_on(dataset_dir):
+        stories = dataset.read(Path(dataset_dir), session=session, document=document)
+        result = convert.from_storyline(fmt, stories)
+    write_bytes(output, dump_json(result))
+
+
+@click.command("index")
+@click.argument("dataset_dir", metavar="DATASET", type=_DATASET)
+def index_command(dataset_dir: str) -> None:
+    """Create (or rebuild) the scalar indexes.
+
+    BTree on document_id and session_id of runs, steps and tool_calls; Bitmap on
+    tool_calls.function_name.
+
+    \b
+    Example:
+      mapc index /tmp/corpus
+    """
+    from mapc.store import dataset
+
+    with fail_on(dataset_dir):
+        dataset.create_indexes(Path(dataset_dir))
+        indexed = dataset.indexed_columns(Path(dataset_dir))
+    for table, columns in indexed.items():
+        click.echo(f"{table}: {', '.join(columns) or '(no rows, no index)'}")
+
+
+@click.command("compact")
+@click.argument("dataset_dir", metavar="DATASET", type=_DATASET)
+def compact_command(dataset_dir: str) -> None:
+    """Compact each table and drop older versions.
+
+    Small fragments are merged, then the versions older than the result are deleted.
+
+    \b
+    Example:
+      mapc compact /tmp/corpus
+    """
+    from mapc.store import dataset
+
+    with fail_on(dataset_dir):
+        versions = dataset.compact(Path(dataset_dir))
+    for table, version in versions.items():
+        click.echo(f"{table}: version {version}")
