@@ -85,6 +85,8 @@ def store_command(inputs: tuple[str, ...], to: str, fmt: str) -> None:
     from mapc.store import dataset
 
     _check_format(fmt, "--from")
+    if Path(to).exists() and not Path(to).is_dir():
+        raise click.BadParameter(f"{to} exists and is not a directory", param_hint="--to")
     files = input_files(inputs)
     datas = [(f, read_bytes(f)) for f in files]  # unreadable files: usage error before any work
     batches: list[tuple[Any, dict[str, Any]]] = []

@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mapc.engine.problems import MapcError, Problem
+from mapc.engine.views import document_id
 from mapc.store import rows
 
 TABLES: Final = tuple(rows.SCHEMAS)
@@ -139,7 +140,7 @@ def _recover(root: Path) -> dict[str, int]:
     current = read_current(root)
     if current is None:
         adopted = {
-            name: lance.dataset(str(table_path(root, name))).version
+            name: _latest_version(table_path(root, name))
             for name in TABLES
             if table_path(root, name).exists()
         }
@@ -152,7 +153,7 @@ def _recover(root: Path) -> dict[str, int]:
             if path.exists():
                 shutil.rmtree(path)
             continue
-        if lance.dataset(str(path)).version != current[name]:
+        if _latest_version(path) != current[name]:
             restored = _restore(path, current[name])
             current[name] = restored
             changed = True
@@ -161,8 +162,20 @@ def _recover(root: Path) -> dict[str, int]:
     return current
 
 
+def _latest_version(path: Path) -> int:
+    try:
+        return lance.dataset(str(path)).version
+    except (OSError, ValueError) as exc:
+        raise MapcError.single("store.bad_table", path.stem, f"cannot open {path.name}: {exc}") from None
+
+
 def _restore(path: Path, version: int) -> int:
-    ds = lance.dataset(str(path), version=version)
+    try:
+        ds = lance.dataset(str(path), version=version)
+    except (OSError, ValueError) as exc:
+        raise MapcError.single(
+            "store.bad_table", path.stem, f"cannot open {path.name} at version {version}: {exc}"
+        ) from None
     ds.restore()
     return lance.dataset(str(path)).version
 
@@ -217,7 +230,7 @@ def store(root: Path, batches: Sequence[tuple[Source, dict[str, Any]]]) -> Store
     seen: dict[str, Source] = {}
     clashes: list[tuple[str, Problem]] = []
     for source, doc in batches:
-        doc_id = _document_id(doc)
+        doc_id = document_id(doc)
         first = seen.get(doc_id)
         if first is not None:
             clashes.append(
@@ -268,12 +281,6 @@ def store(root: Path, batches: Sequence[tuple[Source, dict[str, Any]]]) -> Store
     return Stored(tables.runs.num_rows, tables.steps.num_rows, tables.tool_calls.num_rows, versions)
 
 
-def _document_id(doc: dict[str, Any]) -> str:
-    from mapc.engine.views import document_id
-
-    return document_id(doc)
-
-
 def _next_ordinal(runs: lance.LanceDataset) -> int:
     column = runs.to_table(columns=["storage_ordinal"]).column("storage_ordinal")
     top = pc.max(column).as_py()
@@ -290,13 +297,23 @@ def _q(text: str) -> str:
 def _open(root: Path, name: str, current: dict[str, int] | None) -> lance.LanceDataset | None:
     path = table_path(root, name)
     if current is None:
-        return lance.dataset(str(path)) if path.exists() else None
+        if not path.exists():
+            return None
+        try:
+            return lance.dataset(str(path))
+        except (OSError, ValueError) as exc:
+            raise MapcError.single("store.bad_table", name, f"cannot open {path.name}: {exc}") from None
     version = current.get(name)
     if version is None:
         return None
     if not path.exists():
         raise MapcError.single("store.missing_table", name, f"CURRENT names {path.name}, which is missing")
-    return lance.dataset(str(path), version=version)
+    try:
+        return lance.dataset(str(path), version=version)
+    except (OSError, ValueError) as exc:
+        raise MapcError.single(
+            "store.bad_table", name, f"cannot open {path.name} at version {version}: {exc}"
+        ) from None
 
 
 def open_tables(root: Path) -> dict[str, lance.LanceDataset | None]:

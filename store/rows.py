@@ -158,7 +158,7 @@ def results_by_call(observation: Any) -> dict[str, list[Any]]:
 
 @dataclass(frozen=True, slots=True)
 class Tables:
-    """The rows of some Storylines, one Arrow table per Lance table, and their document ids."""
+    """The rows of some Storylines: one Arrow table per Lance table."""
 
     runs: pa.Table
     steps: pa.Table

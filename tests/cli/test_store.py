@@ -269,3 +269,21 @@ def test_help_examples_run_as_written(tmp_path, runner, monkeypatch):
             ran += 1
     assert ran == 12
     assert json.loads((tmp_path / "events-atif.json").read_text())["schema_version"] == "ATIF-v1.7"
+
+
+def test_a_table_that_cannot_be_opened_is_a_data_error(corpus, runner):
+    (corpus / "CURRENT").write_text(json.dumps({"layout_version": 1, "tables": {"runs": 99, "steps": 1}}))
+    result = runner.invoke(cli, ["export", str(corpus), "--to", "atif"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"{corpus}: runs: cannot open runs.lance at version 99: ")
+    assert result.stderr.rstrip().endswith("[store.bad_table]")
+    more = str(ATIF / "sparse_13.json")
+    result = runner.invoke(cli, ["store", "--from", "atif", more, "--to", str(corpus)])
+    assert result.exit_code == 1 and "[store.bad_table]" in result.stderr
+
+
+def test_store_into_a_file_is_a_usage_error(tmp_path, runner):
+    target = tmp_path / "file"
+    target.write_text("")
+    result = runner.invoke(cli, ["store", write(tmp_path / "a.json", story("s")), "--to", str(target)])
+    assert result.exit_code == 2 and "is not a directory" in result.stderr
