@@ -186,9 +186,9 @@ def canonical_bytes(value: Any) -> bytes:
 
 
 def document_id(value: Any) -> str:
-    """Lowercase hex BLAKE3-256 of `canonical_bytes(value)`: the ATIF ``source_document_id``.
+    """Lowercase hex BLAKE3-256 of `canonical_bytes(value)`, a content-derived ``source_document_id``.
 
-    The caller decides what `value` is (for ATIF: one top-level trajectory without its
-    ``_storyline`` envelope key).
+    The caller decides what `value` is: a format spec may say to hash one top-level document
+    without its ``_storyline`` envelope key, for instance.
     """
     return blake3.blake3(canonical_bytes(value)).hexdigest()

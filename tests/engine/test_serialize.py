@@ -10,8 +10,10 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import storyline_documents
 
 from mapc.engine.serialize import canonical_storyline, dumps, loads
+from mapc.engine.values import json_equal
 
 # Declaration orders, written out from REFERENCE.md §1.1 and RFC-0001 (not read from the module).
 ROOT = [
@@ -509,6 +511,14 @@ def test_output_is_in_canonical_form(doc: dict[str, Any]) -> None:
         for call in t.get("tool_calls") if type(t.get("tool_calls")) is list else []:
             assert _in_declaration_order(call, TOOL_CALL)
             assert _is_sorted_everywhere(call.get("args")) and _is_sorted_everywhere(call.get("result"))
+
+
+@given(storyline_documents())
+def test_valid_storylines_reach_a_fixed_point_after_one_dump(doc: dict[str, Any]) -> None:
+    text = dumps(doc)
+    assert json_equal(loads(text), canonical_storyline(doc))
+    assert dumps(loads(text)) == text  # type: ignore[arg-type]
+    assert dumps(loads(dumps(doc, pretty=True)), pretty=True) == dumps(doc, pretty=True)  # type: ignore[arg-type]
 
 
 def test_shuffled_turn_keys_give_the_same_bytes() -> None:
