@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,11 +65,14 @@ class Problem:
 
 
 def in_document_order(problems: Iterable[Problem]) -> list[Problem]:
-    """Problems sorted by where they point (array positions numerically), stable otherwise."""
+    """Problems ordered by the array positions they point into (``/turns/2/…`` after ``/turns/1``).
 
-    def key(problem: Problem) -> tuple[Any, ...]:
-        tokens = problem.pointer.split("/")[1:]
-        return (problem.line or 0, *((0, int(t), "") if t.isdigit() else (1, 0, t) for t in tokens))
+    The sort is stable and looks only at array indices, so problems inside one element keep the
+    order in which the checks found them (structure first, then the semantic rules).
+    """
+
+    def key(problem: Problem) -> tuple[int, ...]:
+        return (problem.line or 0, *(int(t) for t in problem.pointer.split("/")[1:] if t.isdigit()))
 
     return sorted(problems, key=key)
 
