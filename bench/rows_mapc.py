@@ -19,11 +19,17 @@ def _mapc_forward(sample: Sample) -> Work:
 
 @bench("mapc atif reverse", group="atif", data="atif-storyline", baseline="handwritten reverse")
 def _mapc_reverse(sample: Sample) -> Work:
-    return lambda: orjson.dumps(convert.from_storyline("atif", storyline.documents(orjson.loads(sample.data))))
+    return lambda: orjson.dumps(
+        convert.from_storyline("atif", storyline.documents(orjson.loads(sample.data)))
+    )
 
 
-@bench("mapc validate storyline (parse + schema + rules)", group="validate", data="storyline",
-       baseline="orjson.loads storyline")
+@bench(
+    "mapc validate storyline (parse + schema + rules)",
+    group="validate",
+    data="storyline",
+    baseline="orjson.loads storyline",
+)
 def _mapc_validate(sample: Sample) -> Work:
     def work() -> None:
         problems = storyline.check_all(storyline.documents(orjson.loads(sample.data)), prefix=False)
@@ -32,8 +38,12 @@ def _mapc_validate(sample: Sample) -> Work:
     return work
 
 
-@bench("mapc validate storyline (schema + rules only)", group="validate", data="storyline",
-       baseline="orjson.loads storyline")
+@bench(
+    "mapc validate storyline (schema + rules only)",
+    group="validate",
+    data="storyline",
+    baseline="orjson.loads storyline",
+)
 def _mapc_validate_only(sample: Sample) -> Work:
     docs = storyline.documents(orjson.loads(sample.data))
     return lambda: storyline.check_all(docs, prefix=False)

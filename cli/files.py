@@ -25,6 +25,12 @@ def is_jsonl(path: str) -> bool:
     return path.endswith((".jsonl", ".ndjson"))
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_bytes(path: str | None, data: bytes) -> None:
     """Write `data` to stdout, or to `path` through a temporary file renamed into place."""
     if path is None or path == "-":
@@ -36,6 +42,7 @@ def write_bytes(path: str | None, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a written file gets the usual mode
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -7,9 +7,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import click
 import orjson
 
 from mapc.cli.render import report
+from mapc.engine import catalog
+from mapc.engine.compile import Program
 from mapc.engine.problems import MapcError
 
 
@@ -25,4 +28,19 @@ def fail_on(file: str, *, as_json: bool = False) -> Iterator[None]:
         yield
     except MapcError as exc:
         report(exc.source or file, exc.problems, as_json=as_json)
+        sys.exit(1)
+
+
+def spec_program(spec: str) -> Program:
+    """The compiled spec named on the command line.
+
+    A name that is neither a built-in nor a file is a usage error (exit 2); a spec file with
+    mistakes is reported with its file, line and column (exit 1).
+    """
+    try:
+        return catalog.program(spec)
+    except MapcError as exc:
+        if exc.problems and exc.problems[0].code == "spec.not_found":
+            raise click.BadParameter(exc.problems[0].message, param_hint="SPEC") from None
+        report(exc.source or spec, exc.problems)
         sys.exit(1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from mapc.cli.files import is_jsonl, read_bytes, write_bytes
-from mapc.cli.output import dump_json, fail_on
+from mapc.cli.output import dump_json, fail_on, spec_program
 from mapc.engine import convert, storyline
 
 
@@ -23,6 +23,7 @@ def run_command(spec: str, input: str, output: str | None, reverse: bool) -> Non
       mapc run mappings/atif.yaml trajectory.json -o story.json
       mapc run atif story.json --reverse
     """
+    spec_program(spec)
     data = read_bytes(input)
     with fail_on(input):
         if reverse:

@@ -19,7 +19,7 @@ from mapc.engine.values import MISSING
 
 # Conditions as inline expressions over `v` (see program.CONDITIONS for their meaning).
 _CONDITION_CODE = {
-    "integer": "type(v) is int",
+    "integer": "type(v) is int and -9223372036854775808 <= v <= 9223372036854775807",
     "number": "type(v) in (int, float)",
     "string": "type(v) is str",
     "object": "type(v) is dict",
@@ -94,6 +94,8 @@ class _Writer:
 
 def _forward_rule(w: _Writer, d: int, rule: Rule) -> None:
     spec = rule.spec
+    if spec.reverse_only:
+        return
     if spec.op == "const":
         value = spec.value
         rendered = repr(value) if type(value) in (str, int, float, bool) or value is None else w.const(value)
@@ -206,7 +208,7 @@ def _forward_scope(w: _Writer, scope: Scope, name: str, counter: list[int]) -> N
 
 def _reverse_rule(w: _Writer, d: int, rule: Rule) -> None:
     spec = rule.spec
-    if rule.authoritative and spec.op == "copy":
+    if (rule.authoritative or spec.reverse_only) and spec.op == "copy":
         if spec.reverse_when or spec.reverse_default is not MISSING or len(rule.targets) > 1:
             w.emit(d, f"{w.const(rule, 'R')}.reverse(elem, out, story)")
         else:

@@ -70,7 +70,7 @@ def compile_spec(spec: Spec) -> Program:
 
     readers: dict[tuple[str, ...], int] = {}
     for rs in spec.rules:
-        if not rs.derived and rs.op in ("copy", "first_of"):
+        if not rs.derived and not rs.reverse_only and rs.op in ("copy", "first_of"):
             for s in rs.sources:
                 if isinstance(s, Template):
                     readers[tuple(map(str, s.tokens))] = readers.get(tuple(map(str, s.tokens)), 0) + 1
@@ -97,8 +97,9 @@ def compile_spec(spec: Spec) -> Program:
                 )
                 continue
             targets.append(tuple(rel))  # type: ignore[arg-type]
-            if not rs.derived or t.text not in written:
-                if t.text in written and not written[t.text].derived:
+            forward_only, reverse_only = rs.derived, rs.reverse_only
+            if not (forward_only or reverse_only) or t.text not in written:
+                if t.text in written and not (written[t.text].derived or written[t.text].reverse_only):
                     other = written[t.text]
                     problems.append(
                         Problem(

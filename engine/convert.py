@@ -130,8 +130,14 @@ def into_storyline(fmt: str, data: bytes, *, jsonl: bool = False) -> list[dict[s
         return stories
     program = program_for(fmt)
     stories: list[dict[str, Any]] = []
-    for unit in units:
-        stories.extend(forward_unit(program, unit))
+    problems: list[Problem] = []
+    for unit in units:  # every unit is checked, so one run reports every bad element or line
+        try:
+            stories.extend(forward_unit(program, unit))
+        except MapcError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise MapcError(problems)
     return stories
 
 
@@ -146,13 +152,25 @@ def from_storyline(fmt: str, stories: list[dict[str, Any]]) -> Any:
         return stories[0] if len(stories) == 1 else stories
     program = program_for(fmt)
     docs = []
-    for rebuilt in run.reverse(program, stories):
+    for k, rebuilt in enumerate(run.reverse(program, stories)):
         doc = rebuilt.document
-        problems = envelope.write(doc, ((m.carrier, m.story) for m in rebuilt.stories), program.spec.source)
+        # The rebuilt document must be one the format accepts (a Storyline may hold values the
+        # format cannot say, e.g. an observation that is not {"results": [...]}).
+        where = f"/{k}" if k else ""
+        problems = [_export_problem(where, p, fmt) for p in input_problems(program, doc)]
+        problems += envelope.write(doc, ((m.carrier, m.story) for m in rebuilt.stories), program.spec.source)
         if problems:
             raise MapcError(problems)
         docs.append(doc)
     return docs[0] if len(docs) == 1 else docs
+
+
+def _export_problem(where: str, problem: Problem, fmt: str) -> Problem:
+    return Problem(
+        "export.invalid",
+        where + problem.pointer,
+        f"the {fmt} document made from these Storylines would be invalid: {problem.message} [{problem.code}]",
+    )
 
 
 def convert(from_fmt: str, to_fmt: str, data: bytes, *, jsonl: bool = False) -> Any:

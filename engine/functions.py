@@ -55,13 +55,28 @@ def _load_format_functions() -> None:
     REGISTRY["__formats_loaded__"] = Function("__formats_loaded__", lambda: None, 0, "")
 
 
+I64_MIN, I64_MAX, U64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
+
+
 @register("int_ms", 1)
 def int_ms(value: Any) -> Any:
-    """Milliseconds as an integer: an integer as is, a float truncated, anything else no value."""
+    """Milliseconds as an i64: an integer as is, a float truncated, anything else no value.
+
+    As the reference reads JSON numbers: an integer above i64 but within u64 is not an i64 (no
+    value); a literal beyond u64 or below i64 is a float, and floats saturate at the i64 bounds.
+    """
     t = type(value)
     if t is int:
-        return value
-    if t is float and math.isfinite(value):
+        if I64_MIN <= value <= I64_MAX:
+            return value
+        if value <= U64_MAX:
+            return MISSING if value > 0 else I64_MIN
+        return I64_MAX
+    if t is float and not math.isnan(value):
+        if value >= I64_MAX:
+            return I64_MAX
+        if value <= I64_MIN:
+            return I64_MIN
         return int(value)
     return MISSING
 

@@ -35,11 +35,14 @@ def get_in(obj: Any, path: Path) -> Any:
 
 
 def put_in(obj: dict[str, Any], path: Path, value: Any) -> None:
-    """Set `value` at `path` below `obj`, creating missing objects on the way."""
+    """Set `value` at `path` below `obj`, creating missing objects on the way.
+
+    An object already on the path is shallow-copied first: another rule may have placed it there
+    by reference from the input, which must not change.
+    """
     for key in path[:-1]:
         nxt = obj.get(key)
-        if type(nxt) is not dict:
-            nxt = obj[key] = {}
+        nxt = obj[key] = nxt.copy() if type(nxt) is dict else {}
         obj = nxt
     obj[path[-1]] = value
 
@@ -72,7 +75,7 @@ def pointer_text(path: Path) -> str:
 
 CONDITIONS: dict[str, Callable[[Any], bool]] = {
     "nonempty": lambda v: not is_empty(v),
-    "integer": lambda v: type(v) is int,
+    "integer": lambda v: type(v) is int and -(2**63) <= v < 2**63,  # an i64, as Storyline integers
     "number": lambda v: type(v) in (int, float),
     "string": lambda v: type(v) is str,
     "object": lambda v: type(v) is dict,
@@ -124,7 +127,9 @@ class Rule:
 
     @property
     def authoritative(self) -> bool:
-        return not self.spec.derived and self.spec.op in ("copy", "first_of")
+        """A rule whose source the forward consumes (so unmapped values become residuals)."""
+        spec = self.spec
+        return not spec.derived and not spec.reverse_only and spec.op in ("copy", "first_of")
 
     def choose(self, src: Any, ctx: Context) -> tuple[int, Any]:
         """The index and value of the source the rule takes, or (-1, MISSING)."""

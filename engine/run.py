@@ -39,6 +39,21 @@ def forward(program: Program, doc: Any, source_document_id: str | None = None) -
         source_document_id = _document_id(program.document_id, doc)
     out: list[Mapped] = []
     _forward_node(program, doc, "", None, source_document_id or "", out)
+    seen: dict[str, str] = {}
+    problems = []
+    for m in out:
+        ident = document_id(m.story)
+        if ident in seen:
+            problems.append(
+                Problem(
+                    "tree.duplicate_identity",
+                    m.carrier,
+                    f"document id {ident!r} is also that of the Storyline from {seen[ident] or 'the root'}",
+                )
+            )
+        seen.setdefault(ident, m.carrier)
+    if problems:
+        raise MapcError(problems)
     return out
 
 
@@ -92,8 +107,10 @@ def reverse(program: Program, stories: list[dict[str, Any]]) -> list[Rebuilt]:
         pending: list[tuple[Rule, Any, dict[str, Any], dict[str, Any], dict[str, Any] | None]] = []
         mapped: list[Mapped] = []
         doc = _reverse_node(program, root, "", None, pending, mapped, _index(stories))
-        _restore_residuals(program, doc, mapped)
+        copies = _restore_residuals(program, doc, mapped)
         for rule, story_elem, out, story, parent in pending:
+            while id(out) in copies:  # restoring copied this object (it may be shared with a Storyline)
+                out = copies[id(out)][1]
             _write_back(rule, story_elem, out, story, parent)
         rebuilt.append(Rebuilt(doc, tuple(mapped)))
     return rebuilt
@@ -189,9 +206,14 @@ def _write_back(
     insert_copying(out, rule.write_back, want)
 
 
-def _restore_residuals(program: Program, doc: dict[str, Any], mapped: list[Mapped]) -> None:
+Copies = dict[int, tuple[Any, Any]]  # id(original) -> (original, its copy in the output)
+
+
+def _restore_residuals(program: Program, doc: dict[str, Any], mapped: list[Mapped]) -> Copies:
+    """Put this source's residuals back at their pointers; returns the containers it copied."""
     source = program.spec.source
     problems: list[Problem] = []
+    copies: Copies = {}
     sdid: str | None = None
     for m in mapped:
         entry = ((m.story.get("unknown_fields") or {}).get("sources") or {}).get(source)
@@ -209,12 +231,13 @@ def _restore_residuals(program: Program, doc: dict[str, Any], mapped: list[Mappe
                 )
             )
         for ptr, value in (entry.get("fields") or {}).items():
-            problems.extend(_restore_one(doc, ptr, value, source))
+            problems.extend(_restore_one(doc, ptr, value, source, copies))
     if problems:
         raise MapcError(problems)
+    return copies
 
 
-def _restore_one(doc: dict[str, Any], ptr: str, value: Any, source: str) -> Iterator[Problem]:
+def _restore_one(doc: dict[str, Any], ptr: str, value: Any, source: str, copies: Copies) -> Iterator[Problem]:
     at = f"/unknown_fields/sources/{pointer.escape(source)}/fields/{pointer.escape(ptr)}"
     try:
         tokens = pointer.parse(ptr)
@@ -233,31 +256,35 @@ def _restore_one(doc: dict[str, Any], ptr: str, value: Any, source: str) -> Iter
         if not json_equal(existing, value):
             yield Problem("residual.collision", at, f"{ptr} already holds a mapped value that differs")
         return
-    if not _insert_path(doc, tokens, value):
+    if not _insert_path(doc, tokens, value, copies):
         yield Problem("residual.collision", at, f"{ptr} cannot be placed: a non-object stands on its path")
 
 
-def _insert_path(doc: dict[str, Any], tokens: tuple[str, ...], value: Any) -> bool:
+def _insert_path(doc: dict[str, Any], tokens: tuple[str, ...], value: Any, copies: Copies) -> bool:
+    """Insert `value` at `tokens`, creating objects on the way.
+
+    Containers on the path are shallow-copied first, since the reverse may have placed a value of
+    the Storyline there by reference; `copies` records each copy so later writes can follow it.
+    """
     node: Any = doc
     for token in tokens[:-1]:
         if type(node) is dict:
-            nxt = node.get(token, MISSING)
-            if nxt is MISSING:
-                nxt = node[token] = {}
-            elif type(nxt) is dict:
-                nxt = node[token] = dict(nxt)
-            elif type(nxt) is list:
-                nxt = node[token] = list(nxt)
-            node = nxt
+            key: Any = token
         elif type(node) is list and pointer.is_array_index(token) and int(token) < len(node):
-            nxt = node[int(token)]
-            if type(nxt) is dict:
-                nxt = node[int(token)] = dict(nxt)
-            elif type(nxt) is list:
-                nxt = node[int(token)] = list(nxt)
-            node = nxt
+            key = int(token)
         else:
             return False
+        nxt = node.get(key, MISSING) if type(node) is dict else node[key]
+        if nxt is MISSING:
+            nxt = {}
+        elif type(nxt) in (dict, list):
+            copy = nxt.copy()
+            copies[id(nxt)] = (nxt, copy)  # the original is kept alive, so its id stays unique
+            nxt = copy
+        else:
+            return False
+        node[key] = nxt
+        node = nxt
     if type(node) is not dict:
         return False
     node[tokens[-1]] = value

@@ -56,6 +56,7 @@ class RuleSpec:
     nonempty: bool = False
     keep_null: bool = False
     derived: bool = False
+    reverse_only: bool = False
     reverse_call: str | None = None
     reverse_default: Any = MISSING
     reverse_when: tuple[tuple[Template, Any], ...] = ()
@@ -144,9 +145,15 @@ def load_spec(path: str | Path, text: str | None = None) -> Spec:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = SpecLocation(file, mark.line + 1, mark.column + 1) if mark else SpecLocation(file, 1, 1)
-        raise MapcError([Problem("spec.yaml", "", f"not valid YAML: {exc}", where)]) from None
+        what = getattr(exc, "problem", None) or str(exc)
+        raise MapcError(
+            [Problem("spec.yaml", "", f"not valid YAML: {what}", where)], source=str(path)
+        ) from None
     located = _Located(file)
-    data = located.build(node) if node is not None else None
+    try:
+        data = located.build(node) if node is not None else None
+    except MapcError as exc:
+        raise MapcError(exc.problems, source=str(path)) from None
     problems: list[Problem] = []
     spec = _SpecReader(located, problems).read(data, str(path))
     if problems:
@@ -251,6 +258,7 @@ class _SpecReader:
             "nonempty",
             "keep_null",
             "derived",
+            "reverse_only",
             "reverse_call",
             "reverse_default",
             "reverse_when",
@@ -313,6 +321,7 @@ class _SpecReader:
             nonempty=bool(item.get("nonempty", False)),
             keep_null=bool(item.get("keep_null", False)),
             derived=bool(item.get("derived", False)),
+            reverse_only=bool(item.get("reverse_only", False)),
             reverse_call=item.get("reverse_call"),
             reverse_default=item.get("reverse_default", MISSING),
             reverse_when=tuple(reverse_when),

@@ -228,12 +228,11 @@ def test_unreadable_input_is_exit_2(runner: CliRunner, tmp_path: Path, kind: str
 
 
 def test_unknown_spec_name(runner: CliRunner) -> None:
-    # Exit 1 (as a data problem), with a message naming the spec and the built-in specs.
+    # A usage error (exit 2), with a message naming the spec and the built-in specs.
     result = runner.invoke(cli, ["run", "no-such-format", str(SUPPORT)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "no spec 'no-such-format'" in result.stderr
     assert "atif" in result.stderr
-    assert "[spec.not_found]" in result.stderr
     assert result.stdout == ""
 
 

@@ -227,12 +227,15 @@ def test_child_session_id_survives_an_unknown_key_in_the_child_agent() -> None:
     assert json_equal(roundtrip(doc), doc)
 
 
-def test_root_session_equal_to_a_child_trajectory_id_round_trips() -> None:
-    # Valid ATIF (trajectory ids are unique; the root has none): the root's document id is its
-    # session "S", the child's its trajectory_id "S".  Import accepts it, so export must rebuild it.
+def test_root_session_equal_to_a_child_trajectory_id_is_rejected() -> None:
+    # The root's document id is its session "S", the child's its trajectory_id "S": two Storylines
+    # with one identity could not be linked by /children (nor stored), so import refuses it.
     doc = atif(session_id="S", subagent_trajectories=[child("S", session_id="c")])
-    stories = forward(doc)
-    assert json_equal(reverse(stories), doc)
+    with pytest.raises(MapcError) as info:
+        forward(doc)
+    assert [(p.code, p.pointer) for p in info.value.problems] == [
+        ("tree.duplicate_identity", "/subagent_trajectories/0")
+    ]
 
 
 # === 2. The mapping table, row by row ========================================================
