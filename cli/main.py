@@ -19,6 +19,9 @@ COMMANDS = {
     "compact": "mapc.cli.store:compact_command",
     "query": "mapc.cli.query:query_command",
     "events": "mapc.cli.events:events_group",
+    "spec": "mapc.cli.spec:spec_group",
+    "explain": "mapc.cli.spec:explain_command",
+    "conformance": "mapc.cli.conformance:conformance_group",
 }
 
 

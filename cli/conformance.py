@@ -1,0 +1,109 @@
+"""`mapc conformance run [DIR] [--format F] [--impl COMMAND]`: run the language-neutral suite."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+
+from mapc.cli.render import report
+from mapc.engine import suite
+from mapc.engine.problems import MapcError
+
+_SHOWN = 600  # characters of expected/got JSON printed per failure
+
+
+@click.group("conformance")
+def conformance_group() -> None:
+    """Run the conformance suite against mapc or another implementation."""
+
+
+@conformance_group.command("run")
+@click.argument("directory", metavar="[DIR]", required=False, type=click.Path(exists=True))
+@click.option(
+    "--format",
+    "formats",
+    multiple=True,
+    metavar="F",
+    help="Only the cases of this format (repeatable): storyline, atif, …",
+)
+@click.option(
+    "--impl",
+    metavar="COMMAND",
+    help="Run COMMAND (a shell command) once per test instead of mapc itself; see conformance/README.md.",
+)
+@click.option("--timeout", default=60.0, show_default=True, metavar="S", help="Seconds per --impl answer.")
+@click.option("-j", "--jobs", default=1, show_default=True, metavar="N", help="Tests run at once (--impl).")
+def run_command(
+    directory: str | None, formats: tuple[str, ...], impl: str | None, timeout: float, jobs: int
+) -> None:
+    """Run every case below DIR (default: ./conformance) and print a summary per format.
+
+    Without --impl the cases run in-process against mapc; a case whose format mapc does not
+    implement yet is skipped.  With --impl each test's request goes to COMMAND on stdin as
+    JSON, and COMMAND answers on stdout.  Exit status 1 when any test fails.
+
+    \b
+    Examples:
+      mapc conformance run
+      mapc conformance run conformance --format atif
+      mapc conformance run --impl 'python3 my_impl.py' -j 4
+    """
+    root = Path(directory) if directory else Path("conformance")
+    if not root.exists():
+        raise click.BadParameter(
+            "no ./conformance directory here; give the suite directory", param_hint="DIR"
+        )
+    try:
+        tests = suite.load_suite(root, formats or None)
+    except MapcError as exc:
+        report(exc.source or str(root), exc.problems)
+        sys.exit(1)
+    if not tests:
+        raise click.BadParameter(f"no test in {root} for format {', '.join(formats)}", param_hint="--format")
+    if impl:
+        implementation = suite.command_implementation(impl, timeout=timeout)
+        known = None
+        against = f"`{impl}`"
+    else:
+        implementation = suite.run_in_process
+        known = suite.in_process_formats()
+        against = "mapc (in-process)"
+    outcomes = suite.run_suite(tests, implementation, known_formats=known, jobs=max(1, jobs))
+    _print_report(root, against, outcomes)
+    sys.exit(1 if any(o.status == "fail" for o in outcomes) else 0)
+
+
+def _print_report(root: Path, against: str, outcomes: list[suite.Outcome]) -> None:
+    for o in outcomes:
+        if o.status == "skip":
+            click.echo(f"skip  {o.test.id}: {o.reason}")
+    for o in outcomes:
+        if o.status == "fail":
+            click.echo(f"FAIL  {o.test.id}  ({o.test.file})")
+            click.echo(f"      why:      {o.reason}")
+            click.echo(f"      expected: {_json(o.expected)}")
+            click.echo(f"      got:      {_json(o.got)}")
+    counts = suite.tally(outcomes)
+    click.echo(f"\n{len(outcomes)} tests from {root} against {against}")
+    width = max([len("format"), *(len(f) for f in counts)])
+    click.echo(f"{'format':<{width}}  {'pass':>5}  {'fail':>5}  {'skip':>5}")
+    for fmt, t in counts.items():
+        click.echo(f"{fmt:<{width}}  {t.passed:>5}  {t.failed:>5}  {t.skipped:>5}")
+    total = suite.Tally(
+        sum(t.passed for t in counts.values()),
+        sum(t.failed for t in counts.values()),
+        sum(t.skipped for t in counts.values()),
+    )
+    click.echo(f"{'total':<{width}}  {total.passed:>5}  {total.failed:>5}  {total.skipped:>5}")
+
+
+def _json(value: Any) -> str:
+    try:
+        text = orjson.dumps(value).decode()
+    except TypeError:
+        text = repr(value)
+    return text if len(text) <= _SHOWN else text[:_SHOWN] + " …"

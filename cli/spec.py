@@ -1,0 +1,208 @@
+"""The spec author's tools: `mapc spec lint|table|coverage` and `mapc explain`."""
+
+from __future__ import annotations
+
+import importlib.resources
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+
+from mapc.cli.files import is_jsonl, read_bytes
+from mapc.cli.output import dump_json, fail_on
+from mapc.engine import catalog
+from mapc.engine.problems import Problem
+from mapc.engine.values import MISSING
+
+
+def _spec_text(spec: str) -> tuple[str, str]:
+    """(file name, YAML text) of a built-in spec name or a spec path; unreadable is a usage error."""
+    if spec in catalog.shipped_names() and not Path(spec).is_file():
+        resource = importlib.resources.files("mapc.mappings").joinpath(f"{spec}.yaml")
+        return f"{spec}.yaml", resource.read_text(encoding="utf-8")
+    try:
+        return spec, Path(spec).read_text(encoding="utf-8")
+    except OSError as exc:
+        known = ", ".join(catalog.shipped_names())
+        raise click.BadParameter(
+            f"cannot read {spec}: {exc.strerror or exc} (built-in specs: {known})", param_hint="SPEC"
+        ) from None
+
+
+def _lint_line(problem: Problem, file: str) -> str:
+    at = problem.spec_at
+    name = file if at and at.file == Path(file).name else (at.file if at else file)
+    where = f"{name}:{at.line}:{at.column}" if at else name
+    rule = f" {at.rule}:" if at and at.rule else ""
+    pointer = f" {problem.pointer}:" if problem.pointer and not (at and at.rule) else ""
+    return f"{where}:{rule}{pointer} {problem.message} [{problem.code}]"
+
+
+@click.group("spec")
+def spec_group() -> None:
+    """Check a mapping spec, print its table, measure it over a corpus."""
+
+
+@spec_group.command("lint")
+@click.argument("spec")
+@click.option("--json", "as_json", is_flag=True, help="Print the problems as a JSON array.")
+def lint_command(spec: str, as_json: bool) -> None:
+    """Check SPEC: its shape, then unknown functions and variables, bad or unknown pointers,
+    rows that collide, never fire or cannot be reversed, and Storyline keys no row writes.
+
+    Exit status 1 when there is any problem.
+
+    \b
+    Examples:
+      mapc spec lint atif
+      mapc spec lint mappings/atif.yaml --json
+    """
+    from mapc.engine.lint import lint_path
+
+    name, text = _spec_text(spec)
+    problems = lint_path(name, text)
+    if as_json:
+        click.echo(orjson.dumps([p.as_dict() for p in problems], option=orjson.OPT_INDENT_2).decode())
+    else:
+        for p in problems:
+            click.echo(_lint_line(p, name))
+        if not problems:
+            click.echo(f"{name}: no problems")
+    sys.exit(1 if problems else 0)
+
+
+def _load(spec: str) -> Any:
+    from mapc.engine.spec import load_spec
+
+    name, text = _spec_text(spec)
+    with fail_on(name):
+        return load_spec(name, text)
+
+
+@spec_group.command("table")
+@click.argument("spec")
+def table_command(spec: str) -> None:
+    """Print SPEC's mapping table as Markdown: source pointer | Storyline pointer(s).
+
+    \b
+    Example:
+      mapc spec table atif
+    """
+    from mapc.engine.table import markdown
+
+    click.echo(markdown(_load(spec)), nl=False)
+
+
+def _program(spec: str) -> Any:
+    with fail_on(spec):
+        return catalog.program(spec)
+
+
+@spec_group.command("coverage")
+@click.argument("spec")
+@click.argument("inputs", nargs=-1, required=True, metavar="FILE...")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def coverage_command(spec: str, inputs: tuple[str, ...], as_json: bool) -> None:
+    """Run SPEC over a corpus of FILEs (or directories): how often each row fired, which keys
+    went to unknown_fields (normalized) and how often, which rows never fired.
+
+    \b
+    Examples:
+      mapc spec coverage atif tests/data/fixtures/atif
+      mapc spec coverage mappings/atif.yaml runs/*.json --json
+    """
+    from mapc.cli.store import input_files
+    from mapc.engine import coverage
+
+    program = _program(spec)
+    files = input_files(inputs)
+    report = coverage.measure(program, ((f, read_bytes(f), is_jsonl(f)) for f in files))
+    if as_json:
+        sys.stdout.buffer.write(dump_json(coverage.as_json(report)))
+    else:
+        click.echo(coverage.markdown(report), nl=False)
+
+
+_STORYLINE_ROOT = frozenset(
+    {"turns", "session", "trajectory", "origin", "children", "parent", "unknown_fields", "unknown_key_counts"}
+)
+
+
+@click.command("explain")
+@click.argument("spec")
+@click.argument("input", metavar="INPUT")
+@click.argument("pointer", metavar="POINTER")
+@click.option(
+    "--storyline",
+    "index",
+    type=int,
+    default=None,
+    metavar="K",
+    help="Explain POINTER in the K-th Storyline (where it came from), not in INPUT.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
+def explain_command(spec: str, input: str, pointer: str, index: int | None, as_json: bool) -> None:
+    """Say where the value at POINTER in INPUT went (rule, YAML line, Storyline pointers), or,
+    for a Storyline pointer (POINTER under /turns, a Storyline INPUT, or --storyline K), where
+    that Storyline value came from.
+
+    In an array or JSONL INPUT, POINTER starts with the document's position (/0/steps/1).
+
+    \b
+    Examples:
+      mapc explain atif tests/data/fixtures/atif/support-ticket.json /steps/1/tool_calls/0/arguments
+      mapc explain atif tests/data/fixtures/atif/support-ticket.json /turns/1/kind
+      mapc explain atif story.json /turns/0/msg
+    """
+    from mapc.engine import convert, explain
+    from mapc.engine import pointer as jp
+
+    program = _program(spec)
+    data = read_bytes(input)
+    with fail_on(input):
+        try:
+            tokens = jp.parse(pointer)
+        except jp.PointerSyntaxError:
+            raise click.BadParameter(f"{pointer!r} is not a JSON Pointer", param_hint="POINTER") from None
+        units = convert.read_units(data, jsonl=is_jsonl(input))
+        several = len(units) > 1 or type(units[0].document) is list or is_jsonl(input)
+        if several:
+            if not tokens or not tokens[0].isdigit() or int(tokens[0]) >= len(units):
+                raise click.BadParameter(
+                    f"INPUT holds {len(units)} documents: start POINTER with one's position (/0/…)",
+                    param_hint="POINTER",
+                )
+            unit = units[int(tokens[0])]
+            tokens = tokens[1:]
+        else:
+            unit = units[0]
+        doc = unit.document
+        rel = jp.format(tokens)
+        if _is_storyline(doc):
+            stories = [doc]
+            findings = explain.explain_target(program, stories, 0, rel)
+            what = f"Storyline {input}"
+        else:
+            target = index is not None or (
+                tokens[:1] and tokens[0] in _STORYLINE_ROOT and jp.resolve(doc, tokens) is MISSING
+            )
+            if target:
+                stories = convert.forward_unit(program, unit)
+                findings = explain.explain_target(program, stories, index or 0, rel, doc)
+                what = f"Storyline {index or 0} made from {input}"
+            else:
+                findings = explain.explain_source(program, doc, rel)
+                what = input
+    if as_json:
+        sys.stdout.buffer.write(dump_json([f.as_dict() for f in findings]))
+        return
+    click.echo(f"{pointer or '/'} in {what}:")
+    for f in findings:
+        click.echo(f"- {f.message}")
+
+
+def _is_storyline(doc: Any) -> bool:
+    version = doc.get("schema_version") if type(doc) is dict else None
+    return type(version) is str and version.startswith("storyline/")
