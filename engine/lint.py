@@ -74,8 +74,17 @@ def lint_path(path: str | Path, text: str | None = None) -> list[Problem]:
         lines = {(p.spec_at.line if p.spec_at else 0) for p in loaded}
         problems = [p for p in problems if (p.spec_at.line if p.spec_at else 0) not in lines]
         return _in_file_order(problems + loaded)
-    problems.extend(iter_lint_problems(spec))
+    problems.extend(_relocate(p, data, located) for p in iter_lint_problems(spec))
     return _in_file_order(problems)
+
+
+def _relocate(problem: Problem, data: Any, located: _Located) -> Problem:
+    """Point a problem at the exact YAML node its spec pointer names (``/rules/3/to``)."""
+    if not problem.pointer.startswith("/"):
+        return problem
+    rule = problem.spec_at.rule if problem.spec_at else ""
+    at = located.at(*_located_path(data, problem.pointer), rule=rule)
+    return Problem(problem.code, problem.pointer, problem.message, at)
 
 
 def _in_file_order(problems: list[Problem]) -> list[Problem]:
