@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Write the generated families of the conformance suite (the bulky, regular ones).
 
-    python3 conformance/tools/generate.py          # (re)write the generated case files
-    python3 conformance/tools/generate.py --check  # exit 1 if a committed file differs
+    .venv/bin/python conformance/tools/generate.py          # (re)write the generated case files
+    .venv/bin/python conformance/tools/generate.py --check  # exit 1 if a committed file differs
 
 The JSON files are the suite; this script only saves typing.  Expected values come from
 REFERENCE.md, written out here as data (which timestamps are accepted, how a residual pointer is
@@ -10,7 +10,7 @@ escaped and counted), never from running mapc.  Each generated case carries a `c
 this script: edit the script, not its output.  Hand-written case files live beside the
 generated ones and are never touched here.
 
-Needs only the Python standard library (and `blake3` for the few document-id cases).
+Needs the Python standard library and `blake3` (a mapc dependency) for the document-id cases.
 """
 
 from __future__ import annotations
