@@ -170,7 +170,7 @@ def _pointers_in(refs: Any) -> Iterator[Template]:
             yield from _pointers_in(getattr(ref, "args", ()) or ())
 
 
-def _reads(rule: RuleSpec) -> list[Template]:
+def source_pointers(rule: RuleSpec) -> list[Template]:
     """Every source pointer the forward of `rule` reads (sources, computed args, `with`)."""
     return [*_pointers_in(rule.sources), *_pointers_in(getattr(rule, "with_args", ()) or ())]
 
@@ -490,7 +490,9 @@ class _Analysis:
 
     def unread_keys(self) -> Iterator[Problem]:
         spec = self.spec
-        readers: list[tuple[Any, ...]] = [_generic(s.tokens) for rule in spec.rules for s in _reads(rule)]
+        readers: list[tuple[Any, ...]] = [
+            _generic(s.tokens) for rule in spec.rules for s in source_pointers(rule)
+        ]
         for src, _, fallback in arrays(spec):
             readers.append(_generic(src.tokens))
             if fallback is not None:
@@ -505,7 +507,7 @@ class _Analysis:
         if spec.children is not None:
             readers.append(_generic(spec.children.tokens))
         if spec.document_id is not None:
-            readers += [_generic(s.tokens) for s in _reads(spec.document_id)]
+            readers += [_generic(s.tokens) for s in source_pointers(spec.document_id)]
         for template, keys, at in spec.objects:
             base = _generic(template.tokens)
             for key in sorted(keys):

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mapc.engine import pointer
-from mapc.engine.lint import _reads, arrays
+from mapc.engine.lint import arrays, source_pointers
 from mapc.engine.spec import RuleSpec, Spec
 from mapc.engine.template import Template, Var, format_tokens
 
@@ -60,7 +60,7 @@ def mapping_rows(spec: Spec) -> list[Row]:
     rows: dict[tuple[str, ...], tuple[list[str], list[int]]] = {}
     forward = [r for r in spec.rules if not _reverse_only(r) and r.op != "const"]
     for rule in forward:
-        for source in _reads(rule):  # sources, computed candidates' args, `with` args
+        for source in source_pointers(rule):  # sources, computed candidates' args, `with` args
             _add(rows, (source.text,), [t.text for t in rule.targets], rule.index)
     # values reached inside a value copied whole
     whole = [r for r in forward if r.op == "copy" and not r.derived and not r.call]
