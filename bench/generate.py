@@ -219,11 +219,7 @@ def _atif_step(c: _Content, ids: _Ids, step_id: int, at: datetime) -> dict[str, 
             step["is_copied_context"] = rng.random() < 0.3
     else:
         step["model_name"] = "bench-model-1"
-        calls = (
-            [_atif_tool_call(c, ids) for _ in range(rng.choice((1, 1, 1, 2, 3)))]
-            if rng.random() < 0.55
-            else []
-        )
+        calls = [_atif_tool_call(c, ids) for _ in range(rng.choice((1, 1, 1, 2, 3)))] if rng.random() < 0.55 else []
         step["message"] = "" if calls and rng.random() < 0.3 else c.text(10, 2500)
         if rng.random() < 0.3:
             step["reasoning_content"] = c.text(50, 1500)
@@ -325,9 +321,7 @@ def _storyline_call(c: _Content, ids: _Ids) -> dict[str, Any]:
     if rng.random() < 0.3:
         call["kind"] = "command_execution" if fn == "bash" else "tool_use"
     if rng.random() < 0.3:
-        call["response"] = rng.choice(
-            ({"status": "completed", "exit_code": 0}, {"status": "failed"}, {"exit_code": 2})
-        )
+        call["response"] = rng.choice(({"status": "completed", "exit_code": 0}, {"status": "failed"}, {"exit_code": 2}))
     return call
 
 
@@ -348,9 +342,7 @@ def _storyline_turn(c: _Content, ids: _Ids, turn_id: int, at: datetime) -> dict[
     if src != "agent":
         turn["msg"] = _message(c, 20, 3000)
     else:
-        calls = (
-            [_storyline_call(c, ids) for _ in range(rng.choice((1, 1, 2, 3)))] if rng.random() < 0.55 else []
-        )
+        calls = [_storyline_call(c, ids) for _ in range(rng.choice((1, 1, 2, 3)))] if rng.random() < 0.55 else []
         turn["msg"] = None if calls and rng.random() < 0.2 else c.text(10, 2500)
         if rng.random() < 0.3:
             turn["reason"] = c.text(50, 1500)
@@ -460,9 +452,7 @@ def storyline(size: int, seed: int = 0) -> dict[str, Any]:
         "continued_trajectory_ref": "traj-previous-run",
         "extra": {"benchmark": True},
         "meta": {"generator": "bench/generate.py", "version": VERSION},
-        "unknown_fields": {
-            "sources": {"vendor": {"source_document_id": f"vendor-doc-{seed}", "fields": fields}}
-        },
+        "unknown_fields": {"sources": {"vendor": {"source_document_id": f"vendor-doc-{seed}", "fields": fields}}},
         "unknown_key_counts": {"vendor": dict.fromkeys(fields, 1)},
     }
     turns: list[dict[str, Any]] = []

@@ -121,9 +121,7 @@ def forward(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """One ATIF trajectory → Storylines (root first, subagents depth-first) through the glom spec."""
     stories: list[dict[str, Any]] = []
 
-    def visit(
-        node: dict[str, Any], ptr: str, norm: str, parent_session: str | None, psid: str | None
-    ) -> None:
+    def visit(node: dict[str, Any], ptr: str, norm: str, parent_session: str | None, psid: str | None) -> None:
         body = glom(node, NODE)
         session = node.get("session_id") or node.get("trajectory_id") or parent_session
         story: dict[str, Any] = {

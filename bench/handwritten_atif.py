@@ -114,9 +114,7 @@ def effective_kind(src: str, tool_calls: Any) -> str:
     return "dialogue"
 
 
-def _capture(
-    obj: dict[str, Any], known: frozenset[str], ptr: str, norm: str, fields: dict, counts: dict
-) -> None:
+def _capture(obj: dict[str, Any], known: frozenset[str], ptr: str, norm: str, fields: dict, counts: dict) -> None:
     """Put every key of `obj` not in `known` into `fields` at its raw pointer; count it under `norm`."""
     for key, value in obj.items():
         if key not in known:

@@ -19,9 +19,7 @@ def _mapc_forward(sample: Sample) -> Work:
 
 @bench("mapc atif reverse", group="atif", data="atif-storyline", baseline="handwritten reverse")
 def _mapc_reverse(sample: Sample) -> Work:
-    return lambda: orjson.dumps(
-        convert.from_storyline("atif", storyline.documents(orjson.loads(sample.data)))
-    )
+    return lambda: orjson.dumps(convert.from_storyline("atif", storyline.documents(orjson.loads(sample.data))))
 
 
 @bench(

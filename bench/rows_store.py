@@ -146,9 +146,7 @@ def _mapc_store(sample: Sample) -> Work:
 
     def work() -> None:
         docs = convert.into_storyline("storyline", sample.data)
-        store_dataset.store(
-            _fresh("mapc"), [(store_dataset.Source("corpus", f"/{i}"), d) for i, d in enumerate(docs)]
-        )
+        store_dataset.store(_fresh("mapc"), [(store_dataset.Source("corpus", f"/{i}"), d) for i, d in enumerate(docs)])
 
     return work
 
@@ -159,9 +157,7 @@ def _read_floor(sample: Sample) -> Work:
     import lance
 
     root = _stored(sample, indexed=False)
-    return lambda: [
-        lance.dataset(str(root / f"{n}.lance")).to_table() for n in ("runs", "steps", "tool_calls")
-    ]
+    return lambda: [lance.dataset(str(root / f"{n}.lance")).to_table() for n in ("runs", "steps", "tool_calls")]
 
 
 @bench("parquet read ×3", group="store", data="storyline-corpus", baseline="lance to_table ×3 (export floor)")

@@ -37,9 +37,7 @@ def conformance_group() -> None:
 )
 @click.option("--timeout", default=60.0, show_default=True, metavar="S", help="Seconds per --impl answer.")
 @click.option("-j", "--jobs", default=1, show_default=True, metavar="N", help="Tests run at once (--impl).")
-def run_command(
-    directory: str | None, formats: tuple[str, ...], impl: str | None, timeout: float, jobs: int
-) -> None:
+def run_command(directory: str | None, formats: tuple[str, ...], impl: str | None, timeout: float, jobs: int) -> None:
     """Run every case below DIR (default: ./conformance) and print a summary per format.
 
     Without --impl the cases run in-process against mapc; a case whose format mapc does not
@@ -54,9 +52,7 @@ def run_command(
     """
     root = Path(directory) if directory else Path("conformance")
     if not root.exists():
-        raise click.BadParameter(
-            "no ./conformance directory here; give the suite directory", param_hint="DIR"
-        )
+        raise click.BadParameter("no ./conformance directory here; give the suite directory", param_hint="DIR")
     try:
         tests = suite.load_suite(root, formats or None)
     except MapcError as exc:

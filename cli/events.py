@@ -23,9 +23,7 @@ def events_group() -> None:
 
 @events_group.command("append")
 @click.argument("file", metavar="FILE.jsonl")
-@click.option(
-    "--to", "to", required=True, metavar="EVENTS.lance", help="The events table (created if needed)."
-)
+@click.option("--to", "to", required=True, metavar="EVENTS.lance", help="The events table (created if needed).")
 def append_command(file: str, to: str) -> None:
     """Append the EventRecords of a JSONL file.
 
@@ -75,9 +73,7 @@ def project_command(events_path: str, fmt: str, output: str | None, session: str
 
 @events_group.command("synthesize")
 @click.argument("file", metavar="STORYLINE")
-@click.option(
-    "--to", "to", required=True, metavar="EVENTS.lance", help="The events table (created if needed)."
-)
+@click.option("--to", "to", required=True, metavar="EVENTS.lance", help="The events table (created if needed).")
 def synthesize_command(file: str, to: str) -> None:
     """Append degraded events made from Storylines.
 

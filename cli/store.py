@@ -44,9 +44,7 @@ def input_files(paths: tuple[str, ...]) -> list[str]:
                 for p in path.rglob("*")
                 if p.is_file()
                 and p.suffix in SUFFIXES
-                and not any(
-                    part.startswith(".") or part.endswith(".lance") for part in p.relative_to(path).parts
-                )
+                and not any(part.startswith(".") or part.endswith(".lance") for part in p.relative_to(path).parts)
             )
             if not found:
                 raise click.BadParameter(f"{given} holds no {'/'.join(SUFFIXES)} file", param_hint="INPUT")
@@ -126,9 +124,7 @@ _DATASET = click.Path(exists=True, file_okay=False)
 @click.option("-o", "--output", metavar="OUT", help="Write here (atomically) instead of stdout.")
 @click.option("--session", metavar="ID", help="Only the documents of this session.")
 @click.option("--document", metavar="ID", help="Only the document with this document_id.")
-def export_command(
-    dataset_dir: str, fmt: str, output: str | None, session: str | None, document: str | None
-) -> None:
+def export_command(dataset_dir: str, fmt: str, output: str | None, session: str | None, document: str | None) -> None:
     """Rebuild documents from a dataset, in any format.
 
     Reading checks the table invariants (ordinals, foreign keys, results_json) and fails closed.

@@ -36,9 +36,7 @@ def validate_command(files: tuple[str, ...], fmt: str, as_json: bool) -> None:
       mapc validate --format atif tests/data/fixtures/atif/dialogue_10.json
     """
     if fmt not in convert.formats():
-        raise click.BadParameter(
-            f"{fmt!r} is not one of {', '.join(convert.formats())}", param_hint="--format"
-        )
+        raise click.BadParameter(f"{fmt!r} is not one of {', '.join(convert.formats())}", param_hint="--format")
     datas = [(f, read_bytes(f)) for f in files]  # unreadable files: usage error before any output
     found: list[dict[str, object]] = []
     invalid = False

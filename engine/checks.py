@@ -60,10 +60,7 @@ def _at(at: str, steps: Steps) -> str:
 
 def _nonempty(check: CheckSpec, node: Any, at: str, find: Find) -> Iterator[Problem]:
     template = check.pointers[0]
-    if (
-        not any(isinstance(t, Var) for t in template.tokens)
-        and pointer.resolve(node, template.tokens) is MISSING
-    ):  # type: ignore[arg-type]
+    if not any(isinstance(t, Var) for t in template.tokens) and pointer.resolve(node, template.tokens) is MISSING:  # type: ignore[arg-type]
         yield Problem(
             "check.nonempty",
             at + template.text,
@@ -73,9 +70,7 @@ def _nonempty(check: CheckSpec, node: Any, at: str, find: Find) -> Iterator[Prob
         return
     for steps, value in find(node, template.tokens):
         if is_empty(value):
-            yield Problem(
-                "check.nonempty", _at(at, steps), f"expected a non-empty value, got {value!r}", check.at
-            )
+            yield Problem("check.nonempty", _at(at, steps), f"expected a non-empty value, got {value!r}", check.at)
 
 
 def _nonempty_any(check: CheckSpec, node: Any, at: str, find: Find) -> Iterator[Problem]:
@@ -90,9 +85,7 @@ def _nonempty_any(check: CheckSpec, node: Any, at: str, find: Find) -> Iterator[
 def _minimum(check: CheckSpec, node: Any, at: str, find: Find) -> Iterator[Problem]:
     for steps, value in find(node, check.pointers[0].tokens):
         if type(value) in (int, float) and value < check.value:
-            yield Problem(
-                "check.minimum", _at(at, steps), f"expected a number ≥ {check.value}, got {value}", check.at
-            )
+            yield Problem("check.minimum", _at(at, steps), f"expected a number ≥ {check.value}, got {value}", check.at)
 
 
 def _timestamp(check: CheckSpec, node: Any, at: str, find: Find) -> Iterator[Problem]:
@@ -109,18 +102,14 @@ def _timestamp(check: CheckSpec, node: Any, at: str, find: Find) -> Iterator[Pro
             yield Problem("check.timestamp", _at(at, steps), str(exc), check.at)
 
 
-def _unique(
-    check: CheckSpec, node: Any, at: str, find: Find, seen: dict[Any, tuple[str, Any]]
-) -> Iterator[Problem]:
+def _unique(check: CheckSpec, node: Any, at: str, find: Find, seen: dict[Any, tuple[str, Any]]) -> Iterator[Problem]:
     for steps, value in find(node, check.pointers[0].tokens):
         if value is None or type(value) in (dict, list):
             continue
         key = (type(value), value)
         if key in seen:
             first = _at(*seen[key])
-            yield Problem(
-                "check.unique", _at(at, steps), f"{value!r} is already used at {first or '/'}", check.at
-            )
+            yield Problem("check.unique", _at(at, steps), f"{value!r} is already used at {first or '/'}", check.at)
         else:
             seen[key] = (at, steps)
 
@@ -133,9 +122,7 @@ _BY_KIND: dict[str, Callable[[CheckSpec, Any, str, Find], Iterator[Problem]]] = 
 }
 
 
-def iter_check_problems(
-    checks: tuple[CheckSpec, ...], doc: Any, children: tuple[str, ...] | None
-) -> Iterator[Problem]:
+def iter_check_problems(checks: tuple[CheckSpec, ...], doc: Any, children: tuple[str, ...] | None) -> Iterator[Problem]:
     """Run every check over `doc` and its nested documents (pre-order), in check order per node."""
     nodes = list(_nodes(doc, "", children, top=True))
     found: dict[tuple[int, Any], list[tuple[Steps, Any]]] = {}
@@ -158,9 +145,7 @@ def iter_check_problems(
                 yield from _BY_KIND[check.kind](check, node, at, find)
 
 
-def _nodes(
-    node: Any, at: str, children: tuple[str, ...] | None, top: bool
-) -> Iterator[tuple[Any, str, bool]]:
+def _nodes(node: Any, at: str, children: tuple[str, ...] | None, top: bool) -> Iterator[tuple[Any, str, bool]]:
     yield node, at, top
     if children is None:
         return

@@ -1,11 +1,17 @@
-"""Generate straight-line Python for each scope of a compiled `Program`.
+"""Generate straight-line Python for each scope of a compiled program.
 
 Interpreting rule objects costs several calls per value; the generated functions do what a
 hand-written converter does (dict lookups and stores, inline), so a spec runs at about the speed
 of code written for one format.  The source is compiled once per program and registered in
-`linecache` under ``<mapc NAME.yaml forward>``, so tracebacks and pdb show real lines.  Rules
-whose semantics are richer than a copy (`first_of` chains) call the rule object's method, which
-keeps their behaviour in one place.
+`linecache` under ``<mapc NAME.yaml forward/reverse>``, so tracebacks and pdb show real lines.
+Rules richer than a copy (chains, computed values, guarded conversions) call their rule
+object's method, which keeps their semantics in one place (program.py).
+
+Forward functions are ``f(src, dst, ctx, prefix, up, idx)``: the source element, the Storyline
+element being written, the run context, the escaped pointer of `src`, its ancestors and the
+indices (or keys) of the elements from the document down.  Reverse functions are
+``r(elem, out, ctx, sup, oup, idx)``: the Storyline element, the source element being rebuilt,
+and the ancestors on either side.
 """
 
 from __future__ import annotations
@@ -14,7 +20,8 @@ import linecache
 from typing import Any
 
 from mapc.engine.pointer import escape
-from mapc.engine.program import Rule, Scope, ScopeFn, pointer_text, put_in
+from mapc.engine.program import Frame, Rule, Scope, ScopeFn, pointer_text, put_in
+from mapc.engine.template import Var
 from mapc.engine.values import MISSING
 
 # Conditions as inline expressions over `v` (see program.CONDITIONS for their meaning).
@@ -33,7 +40,7 @@ class _Writer:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
-        self.names: dict[str, Any] = {"MISSING": MISSING, "escape": escape, "put_in": put_in}
+        self.names: dict[str, Any] = {"MISSING": MISSING, "escape": escape, "put_in": put_in, "Frame": Frame}
         self._ids: dict[int, str] = {}
         self._locals: dict[tuple[str, tuple[str, ...]], str] = {}
 
@@ -55,16 +62,18 @@ class _Writer:
         return self._ids[key]
 
     def get(self, depth: int, var: str, obj: str, path: tuple[str, ...]) -> None:
-        """Emit `var = <value at path below obj, or MISSING>`.
-
-        `obj` is known to be a dict; every prefix of `path` read at the top level of a function
-        is kept in a local, so a value read by several rules is looked up once.
-        """
+        """Emit `var = <value at path below obj, or MISSING>` (`obj` is known to be a dict)."""
         self.emit(depth, f"{var} = {self.path_local(depth, obj, path)}")
 
     def path_local(self, depth: int, obj: str, path: tuple[str, ...]) -> str:
-        """The name of a local holding the value at `path` below `obj` (emitting it if needed)."""
-        if depth != 1:  # only top-level statements are sure to have run before a later use
+        """An expression for the value at `path` below `obj`.
+
+        At the top level of a function every prefix of `path` is kept in a local, so a value read
+        by several rules is looked up once; deeper (inside a branch) it is an inline expression.
+        """
+        if not path:
+            return obj
+        if depth != 1:
             expr = f"{obj}.get({path[0]!r}, MISSING)"
             for key in path[1:]:
                 expr = f"(({expr}).get({key!r}, MISSING) if type({expr}) is dict else MISSING)"
@@ -77,22 +86,36 @@ class _Writer:
                 if i == 0:
                     self.emit(1, f"{local} = {obj}.get({path[0]!r}, MISSING)")
                 else:
-                    self.emit(
-                        1, f"{local} = {name}.get({path[i]!r}, MISSING) if type({name}) is dict else MISSING"
-                    )
+                    self.emit(1, f"{local} = {name}.get({path[i]!r}, MISSING) if type({name}) is dict else MISSING")
                 self._locals[key] = local
             name = self._locals[key]
         return name
 
     def put(self, depth: int, obj: str, path: tuple[str, ...], value: str) -> None:
-        """Emit a store of `value` at `path` below the freshly built object `obj`."""
-        if len(path) == 1:
+        """Emit a store of `value` at `path` below `obj` (an empty path merges an object in)."""
+        if not path:
+            self.emit(depth, f"if type({value}) is dict:")
+            self.emit(depth + 1, f"{obj}.update({value})")
+        elif len(path) == 1:
             self.emit(depth, f"{obj}[{path[0]!r}] = {value}")
         else:
             self.emit(depth, f"put_in({obj}, {path!r}, {value})")
 
 
-def _forward_rule(w: _Writer, d: int, rule: Rule) -> None:
+# --- forward -------------------------------------------------------------------------------
+
+
+def _inline_source(rule: Rule, level: int) -> tuple[str, tuple[str, ...]] | None:
+    """(object expression, path) when the rule's single source can be read inline."""
+    source = rule.sources[0]
+    if source.kind == "elem":
+        return ("src" if source.level == level else f"up[{source.level}]"), source.path
+    if source.kind == "top":
+        return "ctx.top", source.path
+    return None
+
+
+def _forward_rule(w: _Writer, d: int, rule: Rule, level: int) -> None:
     spec = rule.spec
     if spec.reverse_only:
         return
@@ -102,53 +125,55 @@ def _forward_rule(w: _Writer, d: int, rule: Rule) -> None:
         for target in rule.targets:
             w.put(d, "dst", target, rendered)
         return
-    if spec.op == "first_of":
-        if spec.derived and not spec.nonempty and not any(s.parent for s in rule.sources):
-            _first_present(w, d, rule)
-        else:
-            w.emit(d, f"{w.const(rule, 'R')}.forward(src, dst, ctx, prefix)")
+    local = all(s.kind == "elem" and s.level == level for s in rule.sources)
+    if spec.op == "first_of" and spec.derived and not spec.nonempty and local:
+        _first_present(w, d, rule)
         return
-    if spec.op == "call":
+    inline = _inline_source(rule, level) if spec.op == "copy" else None
+    if spec.op == "call" and rule.reverse_fn is None:
         args = []
         for i, source in enumerate(rule.sources):
-            if source.parent:
-                w.emit(d, f"a{i} = {w.const(rule, 'R')}.sources[{i}].read(src, ctx)")
+            if source.kind == "elem" and source.level == level:
+                args.append(w.path_local(d, "src", source.path))
             else:
-                w.get(d, f"a{i}", "src", source.path)
-            args.append(f"a{i}")
+                args.append(f"{w.const(rule, 'R')}.sources[{i}].read(fr, ctx)")
         w.emit(d, f"v = {w.const(rule.convert, 'F')}({', '.join(args)})")
         w.emit(d, "if v is not MISSING:")
         for target in rule.targets:
             w.put(d + 1, "dst", target, "v")
         return
-    # copy
-    source = rule.sources[0]
-    if source.parent:
-        w.emit(d, f"{w.const(rule, 'R')}.forward(src, dst, ctx, prefix)")
+    if inline is None or rule.guarded or rule.with_args:
+        w.emit(d, f"{w.const(rule, 'R')}.forward(fr, dst, ctx, prefix)")
+        if spec.op == "call":  # a computed value with a reverse: checked once the Storyline is written
+            w.emit(d, f"ctx.checks.append(({w.const(rule, 'R')}, fr, dst, prefix, None))")
         return
-    w.get(d, "v", "src", source.path)
+    obj, path = inline
+    w.get(d, "v", obj, path) if obj == "src" else w.emit(d, f"v = {_read_expr(obj, path)}")
     w.emit(d, "if v is not MISSING:" if spec.keep_null else "if v is not MISSING and v is not None:")
-    keep = rule.authoritative
-    ptr = pointer_text(source.path)
     inner = d + 1
     if rule.condition is not None:
         test = _CONDITION_CODE.get(spec.when or "") or f"{w.const(rule.condition, 'C')}(v)"
         w.emit(inner, f"if {test}:")
         inner += 1
-    if rule.convert is not None:
+    value = "v"
+    if rule.convert is not None:  # a derived conversion (authoritative ones are guarded above)
         w.emit(inner, f"w = {w.const(rule.convert, 'F')}(v)")
         w.emit(inner, "if w is not MISSING:")
-        for target in rule.targets:
-            w.put(inner + 1, "dst", target, "w")
-        if keep:
-            w.emit(inner, "else:")
-            w.emit(inner + 1, f"ctx.residual[prefix + {ptr!r}] = v")
-    else:
-        for target in rule.targets:
-            w.put(inner, "dst", target, "v")
-    if rule.condition is not None and keep:
-        w.emit(d + 1, "else:")
-        w.emit(d + 2, f"ctx.residual[prefix + {ptr!r}] = v")
+        inner += 1
+        value = "w"
+    for target in rule.targets:
+        w.put(inner, "dst", target, value)
+    if rule.condition is not None and rule.authoritative and obj != "ctx.top":
+        w.emit(d + 1, "else:")  # kept unless the reverse gives it back (checked at the end)
+        ptr = pointer_text(path)
+        w.emit(d + 2, f"ctx.checks.append(({w.const(rule, 'R')}, fr, dst, prefix + {ptr!r}, v))")
+
+
+def _read_expr(obj: str, path: tuple[str, ...]) -> str:
+    expr = obj
+    for key in path:
+        expr = f"(({expr}).get({key!r}, MISSING) if type({expr}) is dict else MISSING)"
+    return expr
 
 
 def _first_present(w: _Writer, d: int, rule: Rule) -> None:
@@ -169,6 +194,31 @@ def _first_present(w: _Writer, d: int, rule: Rule) -> None:
         w.put(d + 1, "dst", target, value)
 
 
+def _residual_walk(w: _Writer, d: int, obj: str, tokens: tuple[Any, ...], known: str, base: str, n: int) -> None:
+    """Walk `tokens` below `obj` (variables loop over arrays or objects) and keep unknown keys."""
+    literal: list[str] = []
+    for i, token in enumerate(tokens):
+        if isinstance(token, Var):
+            arr = f"a{n}"
+            w.emit(d, f"{arr} = {_read_expr(obj, tuple(literal))}")
+            b = f"{base} + {pointer_text(tuple(literal)) + '/'!r}"
+            w.emit(d, f"if type({arr}) is list:")
+            w.emit(d + 1, f"for i{n}, x{n} in enumerate({arr}):")
+            _residual_walk(w, d + 2, f"x{n}", tokens[i + 1 :], known, f"{b} + str(i{n})", n + 1)
+            w.emit(d, f"elif type({arr}) is dict:")
+            w.emit(d + 1, f"for i{n}, x{n} in {arr}.items():")
+            _residual_walk(w, d + 2, f"x{n}", tokens[i + 1 :], known, f"{b} + escape(i{n})", n + 1)
+            return
+        literal.append(token)
+    o = f"o{n}"
+    w.emit(d, f"{o} = {_read_expr(obj, tuple(literal)) if literal else obj}")
+    w.emit(d, f"if type({o}) is dict and not {o}.keys() <= {known}:")
+    w.emit(d + 1, f"b{n} = {base} + {pointer_text(tuple(literal)) + '/'!r}")
+    w.emit(d + 1, f"for key, x in {o}.items():")
+    w.emit(d + 2, f"if key not in {known}:")
+    w.emit(d + 3, f"ctx.residual[b{n} + escape(key)] = x")
+
+
 def _forward_scope(w: _Writer, scope: Scope, name: str, counter: list[int]) -> None:
     inner_names = []
     for child in scope.children:
@@ -176,50 +226,77 @@ def _forward_scope(w: _Writer, scope: Scope, name: str, counter: list[int]) -> N
         inner = f"_forward_{counter[0]}"
         _forward_scope(w, child, inner, counter)
         inner_names.append(inner)
-    w.start_function(f"def {name}(src, dst, ctx, prefix):")
+    w.start_function(f"def {name}(src, dst, ctx, prefix, up, idx):")
     w.emit(1, "if type(src) is not dict:")
     w.emit(2, "return None")
+    w.emit(1, "fr = Frame(src, up, idx)")
     for rule in scope.rules:
-        _forward_rule(w, 1, rule)
+        _forward_rule(w, 1, rule, scope.level)
     for rel, known in scope.objects:
-        k = w.const(known, "KNOWN")
-        if rel:
-            w.get(1, "o", "src", rel)
-        else:
-            w.emit(1, "o = src")
-        w.emit(1, f"if type(o) is dict and not o.keys() <= {k}:")
-        w.emit(2, f"base = prefix + {pointer_text(rel) + '/'!r}")
-        w.emit(2, "for key, x in o.items():")
-        w.emit(3, f"if key not in {k}:")
-        w.emit(4, "ctx.residual[base + escape(key)] = x")
+        _residual_walk(w, 1, "src", rel, w.const(known, "KNOWN"), "prefix", 0)
     for child, inner in zip(scope.children, inner_names, strict=True):
         w.get(1, "items", "src", child.src_rel)
-        w.emit(1, "if type(items) is list:")
+        if child.fallback_rel is not None:
+            w.get(1, "other", "src", child.fallback_rel)
+            w.emit(1, "if type(items) is not list or not items:")
+            w.emit(2, "items, other = other, items")
+            w.emit(2, f"base = prefix + {pointer_text(child.fallback_rel) + '/'!r}")
+            w.emit(2, f"at = prefix + {pointer_text(child.src_rel)!r}")
+            w.emit(1, "else:")
+            w.emit(2, f"base = prefix + {child.pointer_prefix + '/'!r}")
+            w.emit(2, f"at = prefix + {pointer_text(child.fallback_rel)!r}")
+            # The other array is given back as a copy of this one: keep it unless it is one.
+            w.emit(1, "if other is not MISSING and other is not None and other != items:")
+            w.emit(2, "ctx.residual[at] = other")
+        else:
+            w.emit(1, f"base = prefix + {child.pointer_prefix + '/'!r}")
+        w.emit(1, "if type(items) is list" + (" and items:" if child.omit_empty else ":"))
         w.emit(2, "out = []")
         w.put(2, "dst", child.dst_rel, "out")
-        w.emit(2, f"base = prefix + {child.pointer_prefix + '/'!r}")
+        w.emit(2, "inner = up + (src,)")
         w.emit(2, "for i, item in enumerate(items):")
         w.emit(3, "d = {}")
-        w.emit(3, f"{inner}(item, d, ctx, base + str(i))")
+        w.emit(3, f"{inner}(item, d, ctx, base + str(i), inner, idx + (i,))")
         w.emit(3, "out.append(d)")
     w.emit(1, "return None")
     w.emit(0, "")
 
 
-def _reverse_rule(w: _Writer, d: int, rule: Rule) -> None:
+# --- reverse -------------------------------------------------------------------------------
+
+
+def _reverse_rule(w: _Writer, d: int, rule: Rule, level: int) -> None:
     spec = rule.spec
-    if (rule.authoritative or spec.reverse_only) and spec.op == "copy":
-        if spec.reverse_when or spec.reverse_default is not MISSING or len(rule.targets) > 1:
-            w.emit(d, f"{w.const(rule, 'R')}.reverse(elem, out, story)")
+    r = w.const(rule, "R")
+    if rule.reverse_fn is not None:
+        w.emit(d, f"{r}.reverse(sfr, out, ctx)")
+    elif (rule.authoritative or spec.reverse_only) and spec.op == "copy":
+        source = rule.sources[0]
+        if source.kind == "var":
+            w.emit(d, f"ctx.key = {r}.reverse_value(sfr, ctx)")
+        elif source.kind == "top":
+            w.emit(d, "if ctx.first:")  # the document's own fields: from its first Storyline
+            w.emit(d + 1, "v = " + f"{r}.reverse_value(sfr, ctx)")
+            w.emit(d + 1, "if v is not MISSING:")
+            w.put(d + 2, "ctx.top", source.path, "v")
+        elif source.kind != "elem":
+            pass
+        elif (
+            spec.reverse_when
+            or spec.reverse_default is not MISSING
+            or len(rule.targets) > 1
+            or (rule.reverse_first_of or rule.with_args or not source.path)
+        ):
+            w.emit(d, f"{r}.reverse(sfr, out, ctx)")
         else:
-            w.get(d, "v", "elem", rule.targets[0])
+            w.get(d, "v", "elem", rule.targets[0]) if rule.targets[0] else w.emit(d, "v = elem")
             w.emit(d, "if v is not MISSING:" if spec.keep_null else "if v is not MISSING and v is not None:")
             value = "v"
             if rule.reverse_convert is not None:
                 value = f"{w.const(rule.reverse_convert, 'F')}(v)"
-            w.put(d + 1, "out", rule.sources[0].path, value)
-    if rule.write_back is not None and rule.targets:
-        w.emit(d, f"pending.append(({w.const(rule, 'R')}, elem, out, story, parent))")
+            w.put(d + 1, "out", source.path, value)
+    if rule.write_back is not None and rule.targets and not any(s.kind == "top" for s in rule.sources):
+        w.emit(d, f"ctx.pending.append(({r}, sfr, Frame(out, oup, idx), ctx.story, ctx.parent))")
 
 
 def _reverse_scope(w: _Writer, scope: Scope, name: str, counter: list[int]) -> None:
@@ -229,20 +306,29 @@ def _reverse_scope(w: _Writer, scope: Scope, name: str, counter: list[int]) -> N
         inner = f"_reverse_{counter[0]}"
         _reverse_scope(w, child, inner, counter)
         inner_names.append(inner)
-    w.start_function(f"def {name}(elem, out, story, parent, pending):")
+    w.start_function(f"def {name}(elem, out, ctx, sup, oup, idx):")
     w.emit(1, "if type(elem) is not dict:")
     w.emit(2, "return None")
+    w.emit(1, "sfr = Frame(elem, sup, idx)")
+    w.emit(1, "ctx.out = Frame(out, oup, idx)")
     for rule in scope.rules:
-        _reverse_rule(w, 1, rule)
+        _reverse_rule(w, 1, rule, scope.level)
     for child, inner in zip(scope.children, inner_names, strict=True):
         w.get(1, "items", "elem", child.dst_rel)
         w.emit(1, "if type(items) is list:")
-        w.emit(2, "back = []")
-        w.put(2, "out", child.src_rel, "back")
-        w.emit(2, "for item in items:")
-        w.emit(3, "o = {}")
-        w.emit(3, f"{inner}(item, o, story, parent, pending)")
-        w.emit(3, "back.append(o)")
+        homes = [child.src_rel] + ([child.fallback_rel] if child.fallback_rel is not None else [])
+        for home in homes:  # a fallback array is written too: it held the same elements
+            w.emit(2, "back = []")
+            w.put(2, "out", home, "back")
+            w.emit(2, "for i, item in enumerate(items):")
+            w.emit(3, "o = {}")
+            w.emit(3, f"{inner}(item, o, ctx, sup + (elem,), oup + (out,), idx + (i,))")
+            w.emit(3, "back.append(o)")
+            w.emit(2, "ctx.out = Frame(out, oup, idx)")
+        if child.omit_empty:
+            w.emit(1, "else:")
+            for home in homes:
+                w.put(2, "out", home, "[]")
     w.emit(1, "return None")
     w.emit(0, "")
 

@@ -36,9 +36,7 @@ def take(doc: Any) -> tuple[Any, dict[str, dict[str, Any]]]:
 
 def _shape_problems(env: Any) -> Iterator[Problem]:
     if type(env) is not dict or set(env) != {"unknown_fields"}:
-        yield Problem(
-            "envelope.invalid", _AT, 'invalid _storyline envelope: expected {"unknown_fields": {...}}'
-        )
+        yield Problem("envelope.invalid", _AT, 'invalid _storyline envelope: expected {"unknown_fields": {...}}')
         return
     uf = env["unknown_fields"]
     at = _AT + "/unknown_fields"
@@ -94,9 +92,7 @@ def _shape_problems(env: Any) -> Iterator[Problem]:
                     )
 
 
-def attach(
-    carried: dict[str, dict[str, Any]], stories: dict[str, dict[str, Any]], own_source: str
-) -> list[Problem]:
+def attach(carried: dict[str, dict[str, Any]], stories: dict[str, dict[str, Any]], own_source: str) -> list[Problem]:
     """Merge carried sources into the Storylines bound to their carriers (`stories`, by carrier).
 
     Returns the problems: unbound carrier, the target's own source carried, conflicting ids or values.
@@ -167,9 +163,7 @@ def write(doc: Any, carriers: Iterable[tuple[str, dict[str, Any]]], own_source: 
         if not foreign:
             continue
         if pointer.resolve(doc, pointer.parse(carrier)) is MISSING:
-            problems.append(
-                Problem("envelope.carrier_missing", carrier, f"carrier {carrier!r} is not in the output")
-            )
+            problems.append(Problem("envelope.carrier_missing", carrier, f"carrier {carrier!r} is not in the output"))
             continue
         slot = by_trajectory.setdefault(carrier, {"sources": {}})["sources"]
         for source, body in foreign.items():

@@ -59,9 +59,7 @@ def _fail(message: str, at: str = "") -> MapcError:
 
 
 def _fill(template: Template, bindings: dict[str, int]) -> tuple[str, ...]:
-    return tuple(
-        str(bindings.get(t.name, "{" + t.name + "}")) if isinstance(t, Var) else t for t in template.tokens
-    )
+    return tuple(str(bindings.get(t.name, "{" + t.name + "}")) if isinstance(t, Var) else t for t in template.tokens)
 
 
 @dataclass(slots=True)
@@ -100,9 +98,7 @@ def _descend(scope: Scope, level: _Level, levels: list[_Level], *, target_side: 
                     last = template.tokens[-1]
                     if isinstance(last, Var):
                         inner[last.name] = i
-                below = _Level(
-                    child, found[i], rest[len(rel) + 1 :], inner, (*level.up, elem), (*level.idx, i)
-                )
+                below = _Level(child, found[i], rest[len(rel) + 1 :], inner, (*level.up, elem), (*level.idx, i))
                 _descend(child, below, levels, target_side=target_side)
                 return
 
@@ -191,8 +187,7 @@ def explain_source(program: Program, document: Any, text: str) -> list[Finding]:
             findings.append(
                 Finding(
                     "array",
-                    f"this array becomes {story_at}{dst}, element by element "
-                    f"(arrays: {child.src} → {child.dst})",
+                    f"this array becomes {story_at}{dst}, element by element (arrays: {child.src} → {child.dst})",
                     targets=(story_at + dst,),
                 )
             )
@@ -204,9 +199,7 @@ def explain_source(program: Program, document: Any, text: str) -> list[Finding]:
         and rel[: len(program.children)] == program.children
         and len(rel) == len(program.children)
     ):
-        findings.append(
-            Finding("document", "each element becomes its own Storyline, linked by /children and /parent")
-        )
+        findings.append(Finding("document", "each element becomes its own Storyline, linked by /children and /parent"))
     if not any(f.fired or f.kind in ("residual", "array", "document") for f in findings):
         findings.append(Finding("dropped", _dropped_reason(program, rel, node, findings)))
     return findings
@@ -231,9 +224,7 @@ def _rules_reading(level: _Level, ctx: Context, story_at: str, text: str) -> lis
             base = _fill(level.scope.dst, level.bindings)
             below = level.rest[len(source.path) :] if relation == "inside" else ()
             whole = spec.op == "copy" and not spec.call
-            targets = tuple(
-                story_at + pointer.format((*base, *t, *(below if whole else ()))) for t in rule.targets
-            )
+            targets = tuple(story_at + pointer.format((*base, *t, *(below if whole else ()))) for t in rule.targets)
             shown = ", ".join(targets)
             label = f"{spec.label} ({spec.at})"
             if relation == "read":
@@ -354,8 +345,7 @@ def explain_target(
         return [
             Finding(
                 "engine",
-                "the engine writes /parent/psid: the parent Storyline's document id "
-                "(trajectory, else session)",
+                "the engine writes /parent/psid: the parent Storyline's document id (trajectory, else session)",
             )
         ]
     levels: list[_Level] = []
@@ -426,9 +416,7 @@ def _origin(rule: Rule, relation: str, level: _Level, carrier: str, elem: Any, c
     elif spec.op == "copy":
         message = f"{label} copies it from {sources[0]}"
     elif spec.op == "first_of":
-        message = (
-            f"{label} takes the first {'non-empty ' if spec.nonempty else ''}present of {', '.join(sources)}"
-        )
+        message = f"{label} takes the first {'non-empty ' if spec.nonempty else ''}present of {', '.join(sources)}"
     else:
         message = f"{label} computes it with {spec.call}({', '.join(sources)})"
     if spec.call and spec.op != "call":
@@ -438,9 +426,7 @@ def _origin(rule: Rule, relation: str, level: _Level, carrier: str, elem: Any, c
     elif relation == "part":
         message += " (a part of this value)"
     if spec.derived:
-        message += (
-            "; derived (forward only): the reverse writes it back only where the forward would not derive it"
-        )
+        message += "; derived (forward only): the reverse writes it back only where the forward would not derive it"
     elif getattr(spec, "reverse_only", False):
         message += "; reverse only: on export it is written back to the source"
     elif spec.op in ("copy", "first_of"):
@@ -468,9 +454,7 @@ def _residual_origin(program: Program, tokens: tuple[str, ...]) -> list[Finding]
     if len(tokens) >= 5 and tokens[1] == "sources" and tokens[3] == "fields":
         source, key = tokens[2], tokens[4]
         own = source == program.spec.source
-        where = (
-            "restored at that pointer on export" if own else "carried in the _storyline envelope on export"
-        )
+        where = "restored at that pointer on export" if own else "carried in the _storyline envelope on export"
         return [
             Finding(
                 "residual",

@@ -250,12 +250,7 @@ class _Analysis:
                     )
 
     def overlapping_targets(self) -> Iterator[Problem]:
-        writers = [
-            (rule, t)
-            for rule in self.spec.rules
-            if _forward(rule) and rule.op != "const"
-            for t in rule.targets
-        ]
+        writers = [(rule, t) for rule in self.spec.rules if _forward(rule) and rule.op != "const" for t in rule.targets]
         for rule, target in writers:
             for other, inner in writers:
                 if other is rule:
@@ -490,9 +485,7 @@ class _Analysis:
 
     def unread_keys(self) -> Iterator[Problem]:
         spec = self.spec
-        readers: list[tuple[Any, ...]] = [
-            _generic(s.tokens) for rule in spec.rules for s in source_pointers(rule)
-        ]
+        readers: list[tuple[Any, ...]] = [_generic(s.tokens) for rule in spec.rules for s in source_pointers(rule)]
         for src, _, fallback in arrays(spec):
             readers.append(_generic(src.tokens))
             if fallback is not None:

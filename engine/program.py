@@ -89,41 +89,109 @@ CONDITIONS: dict[str, Callable[[Any], bool]] = {
 
 @dataclass(slots=True)
 class Context:
-    """What a forward run of one document node carries: residuals and the parent's Storyline."""
+    """What a forward run of one document carries: residuals, the Storyline being written, the
+    parent's Storyline, the whole input (`top`) and the key the document is bound to (`key`)."""
 
     residual: dict[str, Any]
     parent: dict[str, Any] | None
     story: dict[str, Any]
+    top: Any = None
+    key: Any = MISSING
+    checks: list[Any] = field(default_factory=list)  # values kept only if the reverse gives them back
+    out: Frame | None = None  # in a reverse: the source element being rebuilt, with its ancestors
+    count: int = 0  # in a reverse: how many Storylines make the document
+    first: bool = True  # in a reverse: this is the document's first Storyline (it writes the root)
+    pending: list[Any] = field(default_factory=list)  # in a reverse: write-backs, run after residuals
+
+
+@dataclass(slots=True)
+class Frame:
+    """Where a rule runs: the scope element, its ancestors (outermost first), and the index or key
+    of each element in its array (the document key first)."""
+
+    elem: Any
+    up: tuple[Any, ...]
+    idx: tuple[Any, ...]
+
+
+# --- sources -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A rule input.
+
+    `kind` says where the value comes from: ``elem`` (the element of scope `level`, `path` below
+    it), ``top`` (the whole input document), ``parent`` / ``story`` (the parent's or this
+    Storyline), ``var`` (the key or index bound at scope `level`), ``call`` (`fn` of `args`) or
+    ``count`` (the number of Storylines, in a reverse).
+    """
+
+    kind: str
+    path: Path = ()
+    level: int = 0
+    fn: Callable[..., Any] | None = None
+    args: tuple[Source, ...] = ()
+
+    def read(self, frame: Frame, ctx: Context) -> Any:
+        """The value this source names in `frame` (MISSING if there is none)."""
+        kind = self.kind
+        if kind == "elem":
+            depth = len(frame.up)
+            node = frame.elem if self.level == depth else frame.up[self.level]
+            return get_in(node, self.path)
+        if kind == "var":
+            return frame.idx[self.level] if self.level < len(frame.idx) else MISSING
+        if kind == "top":
+            return get_in(ctx.top, self.path)
+        if kind == "story":
+            return get_in(ctx.story, self.path)
+        if kind == "parent":
+            return get_in(ctx.parent, self.path) if ctx.parent is not None else MISSING
+        if kind == "call":
+            assert self.fn is not None
+            return self.fn(*(a.read(frame, ctx) for a in self.args))
+        if kind == "out":
+            out = ctx.out
+            if out is None:
+                return MISSING
+            return get_in(out.elem if self.level == len(out.up) else out.up[self.level], self.path)
+        if kind == "count":
+            return ctx.count
+        return MISSING
+
+    @property
+    def plain(self) -> bool:
+        """A value at a pointer of the source document (one that can be kept as a residual)."""
+        return self.kind in ("elem", "top")
 
 
 # --- rules ---------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class Source:
-    """A rule input: a path below the scope element, or a value of the parent Storyline."""
-
-    path: Path
-    parent: bool = False
-
-    def read(self, src: Any, ctx: Context) -> Any:
-        if self.parent:
-            return get_in(ctx.parent, self.path) if ctx.parent is not None else MISSING
-        return get_in(src, self.path)
-
-
-@dataclass(frozen=True, slots=True)
 class Rule:
-    """A compiled rule.  `value` computes the forward value; `forward` also writes and captures."""
+    """A compiled row.  Generated code does the common work inline; these methods hold the full
+    semantics, and the generated code calls them for everything richer than a copy.
+
+    Forward, a source value is *consumed* only when the reverse gives it back; a value that a
+    condition or a conversion would lose is kept as a residual under its source pointer.
+    """
 
     spec: RuleSpec
     sources: tuple[Source, ...]
     targets: tuple[Path, ...]
-    convert: Callable[[Any], Any] | None
-    condition: Callable[[Any], bool] | None
-    owned: tuple[bool, ...]  # per source: no other authoritative rule reads it
-    reverse_convert: Callable[[Any], Any] | None
-    reverse_when: tuple[tuple[Path, Any], ...]
+    convert: Callable[..., Any] | None = None
+    with_args: tuple[Source, ...] = ()
+    condition: Callable[[Any], bool] | None = None
+    owned: tuple[bool, ...] = ()  # per source: no other authoritative rule reads it
+    reverse_convert: Callable[..., Any] | None = None
+    reverse_when: tuple[tuple[Path, Any], ...] = ()
+    reverse_first_of: tuple[Source, ...] = ()
+    reverse_fn: Callable[..., Any] | None = None
+    reverse_args: tuple[Source, ...] = ()
+    reverse_targets: tuple[Path, ...] = ()
+    write_back_fn: Callable[..., Any] | None = None
 
     @property
     def authoritative(self) -> bool:
@@ -131,17 +199,23 @@ class Rule:
         spec = self.spec
         return not spec.derived and not spec.reverse_only and spec.op in ("copy", "first_of")
 
-    def choose(self, src: Any, ctx: Context) -> tuple[int, Any]:
+    @property
+    def guarded(self) -> bool:
+        """A copy whose conversion may not give its value back: checked after the forward."""
+        return self.authoritative and self.spec.op == "copy" and self.convert is not None
+
+    # -- forward --
+
+    def choose(self, frame: Frame, ctx: Context) -> tuple[int, Any]:
         """The index and value of the source the rule takes, or (-1, MISSING)."""
         spec = self.spec
         if spec.op == "const":
             return -1, spec.value
         if spec.op == "call":
-            args = [s.read(src, ctx) for s in self.sources]
             assert self.convert is not None
-            return -1, self.convert(*args)
+            return -1, self.convert(*(s.read(frame, ctx) for s in self.sources))
         for i, source in enumerate(self.sources):
-            v = source.read(src, ctx)
+            v = source.read(frame, ctx)
             if v is MISSING:
                 continue
             if spec.op == "first_of":
@@ -153,53 +227,63 @@ class Rule:
             return i, v
         return -1, MISSING
 
-    def value(self, src: Any, ctx: Context) -> Any:
-        """The forward value of this rule for the source element `src` (MISSING: none)."""
-        i, v = self.choose(src, ctx)
+    def _convert(self, v: Any, frame: Frame, ctx: Context) -> Any:
+        if self.convert is None:
+            return v
+        return self.convert(v, *(a.read(frame, ctx) for a in self.with_args))
+
+    def value(self, frame: Frame, ctx: Context) -> Any:
+        """The forward value of this rule in `frame` (MISSING: none)."""
+        i, v = self.choose(frame, ctx)
         if v is MISSING or i < 0:
             return v
         if self.condition is not None and not self.condition(v):
             return MISSING
-        if self.convert is not None:
-            return self.convert(v)
-        return v
+        return self._convert(v, frame, ctx)
 
-    def forward(self, src: Any, dst: dict[str, Any], ctx: Context, prefix: str) -> None:
-        i, v = self.choose(src, ctx)
+    def forward(self, frame: Frame, dst: dict[str, Any], ctx: Context, prefix: str) -> None:
+        """Write this rule's value into `dst`, keeping what it cannot map as residuals."""
+        i, v = self.choose(frame, ctx)
         spec = self.spec
         if i >= 0 and v is not MISSING:
             raw = v
-            if self.condition is not None and not self.condition(v):
-                v = MISSING
-            elif self.convert is not None:
-                v = self.convert(v)
-            if v is MISSING and self.authoritative and raw is not None:
-                # What no rule maps is kept, so that the reverse can put it back.
-                ctx.residual[prefix + pointer_text(self.sources[i].path)] = raw
+            failed = self.condition is not None and not self.condition(v)
+            v = MISSING if failed else self._convert(v, frame, ctx)
+            lossy = v is MISSING or (spec.op == "copy" and self.convert is not None)
+            if lossy and self.authoritative and raw is not None and self.sources[i].plain:
+                # Kept unless the reverse gives it back (decided once the Storyline is written).
+                ctx.checks.append((self, frame, dst, prefix + self.pointer(i), raw))
         if v is MISSING:
             if self.authoritative:
-                self._keep_unchosen(src, ctx, prefix, i)
+                self._keep_unchosen(frame, ctx, prefix, i)
             return
         for target in self.targets:
             put_in(dst, target, v)
         if spec.op == "first_of" and self.authoritative:
-            self._keep_unchosen(src, ctx, prefix, i)
-            if i == 0 and json_equal(self._without_first(src, ctx), v):
-                # The rest of the chain derives the same value: the reverse would not write the
-                # first source back, so keep it here.
-                ctx.residual[prefix + pointer_text(self.sources[0].path)] = v
+            self._keep_unchosen(frame, ctx, prefix, i)
+            if i > 0 and self.owned[i] and self.sources[i].plain:
+                # The reverse writes the value back to the first source only: keep this one.
+                ctx.residual[prefix + self.pointer(i)] = v
+            elif i == 0 and json_equal(self._without_first(frame, ctx), v):
+                # The rest of the chain derives the same value, so the reverse would not write
+                # the first source back: keep it.
+                ctx.residual[prefix + self.pointer(0)] = v
 
-    def _keep_unchosen(self, src: Any, ctx: Context, prefix: str, chosen: int) -> None:
+    def pointer(self, i: int) -> str:
+        """Escaped pointer text of source `i` below the scope element."""
+        return pointer_text(self.sources[i].path)
+
+    def _keep_unchosen(self, frame: Frame, ctx: Context, prefix: str, chosen: int) -> None:
         for j, source in enumerate(self.sources):
-            if j == chosen or not self.owned[j] or source.parent:
+            if j == chosen or not self.owned[j] or not source.plain:
                 continue
-            v = source.read(src, ctx)
+            v = source.read(frame, ctx)
             if v is not MISSING and v is not None:
-                ctx.residual[prefix + pointer_text(source.path)] = v
+                ctx.residual[prefix + self.pointer(j)] = v
 
-    def _without_first(self, src: Any, ctx: Context) -> Any:
+    def _without_first(self, frame: Frame, ctx: Context) -> Any:
         for source in self.sources[1:]:
-            v = source.read(src, ctx)
+            v = source.read(frame, ctx)
             if v is MISSING or (self.spec.nonempty and is_empty(v)):
                 continue
             return v
@@ -207,29 +291,50 @@ class Rule:
 
     # -- reverse --
 
-    def reverse(self, story_elem: Any, out: dict[str, Any], story: dict[str, Any]) -> None:
-        """Write this authoritative copy back into the source element `out`."""
+    def reverse_value(self, story_frame: Frame, ctx: Context) -> Any:
+        """What the reverse of this authoritative copy writes to its source (MISSING: nothing)."""
+        spec = self.spec
         v: Any = MISSING
-        if all(json_equal(get_in(story, p), want) for p, want in self.reverse_when):
+        if all(json_equal(get_in(ctx.story, p), want) for p, want in self.reverse_when):
             for target in self.targets:
-                v = get_in(story_elem, target)
-                if v is not MISSING and (v is not None or self.spec.keep_null):
+                v = get_in(story_frame.elem, target)
+                if v is not MISSING and (v is not None or spec.keep_null):
+                    break
+                v = MISSING
+            for source in self.reverse_first_of if v is MISSING else ():
+                v = source.read(story_frame, ctx)
+                if v is not MISSING and v is not None:
                     break
                 v = MISSING
         if v is MISSING:
-            v = self.spec.reverse_default
+            v = spec.reverse_default
             if v is MISSING:
-                return
+                return MISSING
         if self.reverse_convert is not None:
-            v = self.reverse_convert(v)
-        put_in(out, self.sources[0].path, v)
+            v = self.reverse_convert(v, *(a.read(ctx.out or story_frame, ctx) for a in self.with_args))
+        return v
+
+    def reverse(self, story_frame: Frame, out: dict[str, Any], ctx: Context) -> None:
+        """Write this rule back into the source element `out`."""
+        if self.reverse_fn is not None:
+            values = self.reverse_fn(*(a.read(story_frame, ctx) for a in self.reverse_args))
+            if len(self.reverse_targets) == 1:
+                values = (values,)
+            for path, v in zip(self.reverse_targets, values, strict=True):
+                if v is not MISSING:
+                    put_in(out, path, v) if path else out.update(v)
+            return
+        v = self.reverse_value(story_frame, ctx)
+        if v is not MISSING:
+            path = self.sources[0].path
+            put_in(out, path, v) if path else out.update(v)
 
     @property
     def write_back(self) -> Path | None:
         """Where the reverse writes a derived value that the forward would not derive again."""
         if self.spec.op == "first_of" or (self.spec.op == "copy" and self.spec.derived):
             for source in self.sources:
-                if not source.parent:
+                if source.kind == "elem":
                     return source.path
         return None
 
@@ -239,16 +344,30 @@ class Rule:
 
 @dataclass(slots=True)
 class Scope:
-    """One level of array iteration, with its rules, known-key objects and inner arrays."""
+    """One level of array iteration, with its rules, known-key objects and inner arrays.
+
+    `src_rel`/`dst_rel` lead from the parent's element to the array; `fallback_rel` is the array
+    read instead when that one is empty.  `objects` are known-key objects below the element:
+    their paths may hold variables (``("tools", VAR)``), whose arrays are walked for residuals.
+    """
 
     src: Template
     dst: Template
+    level: int = 0
     src_rel: Path = ()
     dst_rel: Path = ()
+    fallback_rel: Path | None = None
+    omit_empty: bool = False
     rules: list[Rule] = field(default_factory=list)
-    objects: list[tuple[Path, frozenset[str]]] = field(default_factory=list)
+    objects: list[tuple[tuple[Any, ...], frozenset[str]]] = field(default_factory=list)
     children: list[Scope] = field(default_factory=list)
     pointer_prefix: str = ""
+
+    @property
+    def variable(self) -> str | None:
+        """The name of the variable this scope binds (None for the root)."""
+        last = self.src.tokens[-1] if self.src.tokens else None
+        return getattr(last, "name", None)
 
 
 ScopeFn = Callable[..., None]
@@ -261,6 +380,8 @@ class Program:
     spec: Spec
     root: Scope
     children: Path | None
+    each: Path | None  # the members that are documents (``/attempts/{a}``), or None: the input is one
+    top_objects: tuple[tuple[Path, frozenset[str]], ...]  # known-key objects outside the members
     document_id: Rule | None
     count_tree: Tree
     forward_root: ScopeFn

@@ -118,9 +118,7 @@ def _iter_turn_problems(turns: list[Any]) -> Iterator[Problem]:
                 yield problem
 
 
-def _iter_call_problems(
-    calls: list[Any], i: int, call_at: dict[str, int], turns: list[Any]
-) -> Iterator[Problem]:
+def _iter_call_problems(calls: list[Any], i: int, call_at: dict[str, int], turns: list[Any]) -> Iterator[Problem]:
     """R-TC1: each ``tcid`` unique across the whole document.
 
     Emptiness (R-TC1) and R-RESP (``response: {}``) are structural: the schema gives ``tcid``
@@ -256,8 +254,7 @@ def _counts_shaped(counts: Any) -> bool:
     if counts is MISSING:
         return True
     return type(counts) is dict and all(
-        type(keys) is dict and all(type(n) is int and n >= 0 for n in keys.values())
-        for keys in counts.values()
+        type(keys) is dict and all(type(n) is int and n >= 0 for n in keys.values()) for keys in counts.values()
     )
 
 

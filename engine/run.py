@@ -1,11 +1,17 @@
 """Run a compiled `Program`: one source document → Storylines, and Storylines → one document.
 
 Forward walks the input once: each scope's rules write the Storyline, its arrays recurse, and
-keys no object scope knows are captured as residuals under their full source pointer.  Nested
-documents (the spec's `document.children`) become separate Storylines linked by `/children` and
-`/parent`, in pre-order.  Reverse rebuilds the tree from `/children`, writes authoritative values
-back, restores this source's residuals by pointer, and only then writes back the derived values
-that the forward rules would not derive again (so a same-source round trip gives the input back).
+keys no object scope knows are captured as residuals under their full source pointer.  A value a
+rule would lose (a failed condition, a conversion its reverse does not undo) is kept as a
+residual too, once the Storyline is written and the reverse can be asked.  Members of the input
+(`document.each`, e.g. the attempts of a task) become one Storyline each; nested documents
+(`document.children`) become separate Storylines linked by `/children` and `/parent`, in
+pre-order.
+
+Reverse rebuilds the document, writes authoritative values back, restores this source's
+residuals by pointer (a residual is the source's own value, so it wins over a rebuilt one), and
+only then writes back the derived values that the forward rules would not derive again, so a
+same-source round trip gives the input back.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from typing import Any
 
 from mapc.engine import pointer
 from mapc.engine.problems import MapcError, Problem
-from mapc.engine.program import Context, Program, Rule, get_in, insert_copying, put_in
+from mapc.engine.program import Context, Frame, Program, Rule, get_in, insert_copying, pointer_text, put_in
 from mapc.engine.residual import count_keys
 from mapc.engine.values import MISSING, json_equal
 from mapc.engine.views import document_id
@@ -24,7 +30,7 @@ from mapc.engine.views import document_id
 
 @dataclass(frozen=True, slots=True)
 class Mapped:
-    """One Storyline made from a source document, with the pointer of the node it came from."""
+    """One Storyline and the pointer of the source node it came from (its envelope carrier)."""
 
     story: dict[str, Any]
     carrier: str
@@ -37,23 +43,17 @@ def forward(program: Program, doc: Any, source_document_id: str | None = None) -
     """Map one top-level source document to its Storylines (parents before their children)."""
     if source_document_id is None and program.document_id is not None:
         source_document_id = _document_id(program.document_id, doc)
+    sdid = source_document_id or ""
     out: list[Mapped] = []
-    _forward_node(program, doc, "", None, source_document_id or "", out)
-    seen: dict[str, str] = {}
-    problems = []
-    for m in out:
-        ident = document_id(m.story)
-        if ident in seen:
-            problems.append(
-                Problem(
-                    "tree.duplicate_identity",
-                    m.carrier,
-                    f"document id {ident!r} is also that of the Storyline from {seen[ident] or 'the root'}",
-                )
-            )
-        seen.setdefault(ident, m.carrier)
-    if problems:
-        raise MapcError(problems)
+    if program.each is not None:
+        members = get_in(doc, program.each)
+        base = pointer_text(program.each)
+        items = members.items() if type(members) is dict else enumerate(members) if type(members) is list else ()
+        for key, member in items:
+            _forward_node(program, member, f"{base}/{pointer.escape(str(key))}", None, sdid, out, doc, key)
+    else:
+        _forward_node(program, doc, "", None, sdid, out, doc, MISSING)
+    _check_identities(out)
     return out
 
 
@@ -65,12 +65,41 @@ def _document_id(rule: Rule, doc: Any) -> str:
     return str(rule.convert(doc))
 
 
+def _check_identities(out: list[Mapped]) -> None:
+    seen: dict[str, str] = {}
+    problems = []
+    for m in out:
+        ident = document_id(m.story)
+        if ident in seen:
+            other = seen[ident] or "the root"
+            message = f"document id {ident!r} is also that of the Storyline from {other}"
+            problems.append(Problem("tree.duplicate_identity", m.carrier, message))
+        seen.setdefault(ident, m.carrier)
+    if problems:
+        raise MapcError(problems)
+
+
 def _forward_node(
-    program: Program, node: Any, prefix: str, parent: dict[str, Any] | None, sdid: str, out: list[Mapped]
+    program: Program,
+    node: Any,
+    prefix: str,
+    parent: dict[str, Any] | None,
+    sdid: str,
+    out: list[Mapped],
+    top: Any,
+    key: Any,
 ) -> dict[str, Any]:
     story: dict[str, Any] = {}
-    ctx = Context({}, parent, story)
-    program.forward_root(node, story, ctx, prefix)
+    ctx = Context({}, parent, story, top=top, key=key)
+    program.forward_root(node, story, ctx, prefix, (), (key,))
+    for path, known in program.top_objects:  # the input's own keys, kept with every member
+        obj = get_in(top, path)
+        if type(obj) is dict:
+            base = pointer_text(path) + "/"
+            for k, v in obj.items():
+                if k not in known:
+                    ctx.residual[base + pointer.escape(k)] = v
+    _keep_what_the_reverse_loses(ctx)
     if parent is not None:
         story["parent"] = {"psid": document_id(parent)}
     if ctx.residual:
@@ -82,11 +111,30 @@ def _forward_node(
         kids = get_in(node, program.children)
         if type(kids) is list:
             ids = story["children"] = []
-            base = prefix + "".join("/" + pointer.escape(k) for k in program.children)
+            base = prefix + pointer_text(program.children)
             for i, kid in enumerate(kids):
-                child = _forward_node(program, kid, f"{base}/{i}", story, sdid, out)
+                child = _forward_node(program, kid, f"{base}/{i}", story, sdid, out, top, key)
                 ids.append(document_id(child))
     return story
+
+
+def _keep_what_the_reverse_loses(ctx: Context) -> None:
+    """Ask the reverse of every guarded value what it would write back; keep what differs."""
+    for rule, frame, dst, at, raw in ctx.checks:
+        story_frame = Frame(dst, (None,) * len(frame.up), frame.idx)
+        ctx.out = frame
+        if rule.reverse_fn is not None:
+            values = rule.reverse_fn(*(a.read(story_frame, ctx) for a in rule.reverse_args))
+            if len(rule.reverse_targets) == 1:
+                values = (values,)
+            for path, value in zip(rule.reverse_targets, values, strict=True):
+                have = get_in(frame.elem, path)
+                if have is not MISSING and have is not None and not json_equal(have, value):
+                    ctx.residual[at + pointer_text(path)] = have
+        elif not json_equal(rule.reverse_value(story_frame, ctx), raw):
+            ctx.residual[at] = raw
+    ctx.checks.clear()
+    ctx.out = None
 
 
 # --- reverse -------------------------------------------------------------------------------
@@ -101,23 +149,205 @@ class Rebuilt:
 
 
 def reverse(program: Program, stories: list[dict[str, Any]]) -> list[Rebuilt]:
-    """Rebuild source documents from Storylines: one per tree of `/children` links."""
+    """Rebuild source documents: one per tree of `/children` links, or one for all members."""
+    if program.each is not None:
+        return [_reverse_members(program, stories)]
     rebuilt = []
+    index = {document_id(s): s for s in stories}
     for root in _roots(program, stories):
-        pending: list[tuple[Rule, Any, dict[str, Any], dict[str, Any], dict[str, Any] | None]] = []
+        ctx = Context({}, None, root, count=1)
         mapped: list[Mapped] = []
-        doc = _reverse_node(program, root, "", None, pending, mapped, _index(stories))
-        copies = _restore_residuals(program, doc, mapped)
-        for rule, story_elem, out, story, parent in pending:
-            while id(out) in copies:  # restoring copied this object (it may be shared with a Storyline)
-                out = copies[id(out)][1]
-            _write_back(rule, story_elem, out, story, parent)
+        doc = _reverse_node(program, root, "", None, ctx, mapped, index)
+        _finish(program, doc, mapped, ctx)
         rebuilt.append(Rebuilt(doc, tuple(mapped)))
     return rebuilt
 
 
-def _index(stories: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {document_id(s): s for s in stories}
+def _reverse_members(program: Program, stories: list[dict[str, Any]]) -> Rebuilt:
+    assert program.each is not None
+    top: dict[str, Any] = {}
+    members: dict[str, Any] = {}
+    mapped: list[Mapped] = []
+    problems: list[Problem] = []
+    ctx = Context({}, None, {}, top=top, count=len(stories))
+    for n, story in enumerate(stories):
+        ctx.story, ctx.first, ctx.key = story, n == 0, MISSING
+        out: dict[str, Any] = {}
+        program.reverse_root(story, out, ctx, (), (), (MISSING,))
+        key = ctx.key
+        if key is MISSING or key is None:
+            if len(stories) > 1:
+                problems.append(Problem("tree.no_member_key", f"/{n}", "several Storylines need an id each"))
+                continue
+            key = "1"
+        key = str(key)
+        if key in members:
+            problems.append(Problem("tree.duplicate_member", f"/{n}", f"two Storylines have the id {key!r}"))
+            continue
+        members[key] = out
+        mapped.append(Mapped(story, f"{pointer_text(program.each)}/{pointer.escape(key)}"))
+    own = [bool(_own_entry(program, m.story)) for m in mapped]
+    if any(own) and not all(own):
+        problems.append(
+            Problem(
+                "residual.mixed_provenance",
+                "",
+                "some Storylines carry residuals of this format and some do not",
+            )
+        )
+    if problems:
+        raise MapcError(problems)
+    put_in(top, program.each, members)
+    _finish(program, top, mapped, ctx)
+    return Rebuilt(top, tuple(mapped))
+
+
+def _reverse_node(
+    program: Program,
+    story: dict[str, Any],
+    prefix: str,
+    parent: dict[str, Any] | None,
+    ctx: Context,
+    mapped: list[Mapped],
+    index: dict[str, dict[str, Any]],
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    mapped.append(Mapped(story, prefix))
+    ctx.story, ctx.parent = story, parent
+    program.reverse_root(story, out, ctx, (), (), (MISSING,))
+    if program.children is not None and type(story.get("children")) is list:
+        base = prefix + pointer_text(program.children)
+        kids = [
+            _reverse_node(program, index[kid], f"{base}/{i}", story, ctx, mapped, index)
+            for i, kid in enumerate(story["children"])
+        ]
+        put_in(out, program.children, kids)
+    return out
+
+
+def _finish(program: Program, doc: dict[str, Any], mapped: list[Mapped], ctx: Context) -> None:
+    """Restore residuals, then run the pending write-backs against the restored document."""
+    copies = _restore_residuals(program, doc, mapped)
+    for rule, story_frame, out_frame, story, parent in ctx.pending:
+        ctx.story, ctx.parent = story, parent
+        up = tuple(_follow(copies, u) for u in out_frame.up)
+        _write_back(rule, story_frame, Frame(_follow(copies, out_frame.elem), up, out_frame.idx), ctx)
+    ctx.pending.clear()
+
+
+def _follow(copies: Copies, obj: Any) -> Any:
+    while id(obj) in copies:  # restoring copied this object (it may be shared with a Storyline)
+        obj = copies[id(obj)][1]
+    return obj
+
+
+def _write_back(rule: Rule, story_frame: Frame, out: Frame, ctx: Context) -> None:
+    want = get_in(story_frame.elem, rule.targets[0]) if rule.targets[0] else story_frame.elem
+    if want is MISSING or want is None:
+        return
+    if json_equal(rule.value(out, ctx), want):
+        return
+    if rule.write_back_fn is not None:
+        placed = rule.write_back_fn(want, out.elem)
+        if placed is not MISSING:
+            key, value = placed
+            insert_copying(out.elem, (key,), value)
+        return
+    assert rule.write_back is not None
+    insert_copying(out.elem, rule.write_back, want)
+
+
+# --- residuals -----------------------------------------------------------------------------
+
+Copies = dict[int, tuple[Any, Any]]  # id(original) -> (original, its copy in the output)
+
+
+def _own_entry(program: Program, story: dict[str, Any]) -> dict[str, Any] | None:
+    sources = (story.get("unknown_fields") or {}).get("sources") or {}
+    entry = sources.get(program.spec.source)
+    return entry if isinstance(entry, dict) and entry.get("fields") else None
+
+
+def _restore_residuals(program: Program, doc: dict[str, Any], mapped: list[Mapped]) -> Copies:
+    """Put this source's residuals back at their pointers; returns the containers it copied."""
+    source = program.spec.source
+    problems: list[Problem] = []
+    copies: Copies = {}
+    sdid: str | None = None
+    restored: dict[str, Any] = {}
+    for m in mapped:
+        entry = _own_entry(program, m.story)
+        if entry is None:
+            continue
+        if sdid is None:
+            sdid = entry.get("source_document_id")
+        elif entry.get("source_document_id") != sdid:
+            problems.append(
+                Problem(
+                    "residual.mixed_documents",
+                    f"/unknown_fields/sources/{pointer.escape(source)}/source_document_id",
+                    f"Storylines of one {source} document carry residuals of two documents ({sdid!r}, "
+                    f"{entry.get('source_document_id')!r})",
+                )
+            )
+        for ptr, value in entry["fields"].items():
+            at = f"/unknown_fields/sources/{pointer.escape(source)}/fields/{pointer.escape(ptr)}"
+            if ptr in restored:
+                # Copies of one value (a document's own keys, kept with every member) must agree.
+                if not json_equal(restored[ptr], value):
+                    problems.append(Problem("residual.conflict", at, f"{ptr} is kept twice with different values"))
+                continue
+            restored[ptr] = value
+            problems.extend(_restore_one(doc, ptr, value, at, copies))
+    if problems:
+        raise MapcError(problems)
+    return copies
+
+
+def _restore_one(doc: dict[str, Any], ptr: str, value: Any, at: str, copies: Copies) -> Iterator[Problem]:
+    try:
+        tokens = pointer.parse(ptr)
+    except pointer.PointerSyntaxError:
+        yield Problem("residual.bad_pointer", at, f"{ptr!r} is not a JSON Pointer")
+        return
+    if not tokens:
+        yield Problem("residual.bad_pointer", at, "a residual cannot replace the whole document")
+        return
+    if not _place(doc, tokens, value, copies):
+        yield Problem("residual.collision", at, f"{ptr} cannot be placed: a non-object stands on its path")
+
+
+def _place(doc: dict[str, Any], tokens: tuple[str, ...], value: Any, copies: Copies) -> bool:
+    """Set `value` at `tokens`, creating objects on the way (an existing value is replaced).
+
+    Containers on the path are shallow-copied first, since the reverse may have placed a value of
+    the Storyline there by reference; `copies` records each copy so later writes can follow it.
+    """
+    node: Any = doc
+    for token in (*tokens[:-1], None):
+        if type(node) is dict:
+            key: Any = tokens[-1] if token is None else token
+        elif type(node) is list and pointer.is_array_index(tokens[-1] if token is None else token):
+            key = int(tokens[-1] if token is None else token)
+            if key >= len(node):
+                return False
+        else:
+            return False
+        if token is None:
+            node[key] = value
+            return True
+        nxt = node.get(key, MISSING) if type(node) is dict else node[key]
+        if nxt is MISSING:
+            nxt = {}
+        elif type(nxt) in (dict, list):
+            copy = nxt.copy()
+            copies[id(nxt)] = (nxt, copy)  # the original is kept alive, so its id stays unique
+            nxt = copy
+        else:
+            return False
+        node[key] = nxt
+        node = nxt
+    return False
 
 
 def _roots(program: Program, stories: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -128,9 +358,7 @@ def _roots(program: Program, stories: list[dict[str, Any]]) -> list[dict[str, An
         ident = document_id(story)
         if ident in by_id:
             problems.append(
-                Problem(
-                    "tree.duplicate_identity", f"/{i}", f"document id {ident!r} is also /{by_id[ident]}'s"
-                )
+                Problem("tree.duplicate_identity", f"/{i}", f"document id {ident!r} is also /{by_id[ident]}'s")
             )
         by_id.setdefault(ident, i)
     parent_of: dict[str, str] = {}
@@ -138,9 +366,7 @@ def _roots(program: Program, stories: list[dict[str, Any]]) -> list[dict[str, An
         kids = story.get("children") if program.children is not None else None
         for j, kid in enumerate(kids or []):
             if kid not in by_id:
-                problems.append(
-                    Problem("tree.unknown_child", f"/{i}/children/{j}", f"no Storyline has id {kid!r}")
-                )
+                problems.append(Problem("tree.unknown_child", f"/{i}/children/{j}", f"no Storyline has id {kid!r}"))
             elif kid in parent_of:
                 problems.append(
                     Problem(
@@ -164,128 +390,7 @@ def _roots(program: Program, stories: list[dict[str, Any]]) -> list[dict[str, An
         todo.extend(k for k in stories[by_id[ident]].get("children") or [] if k in by_id)
     for i, story in enumerate(stories):
         if document_id(story) not in reachable and roots:
-            problems.append(
-                Problem("tree.unreachable", f"/{i}", "Storyline is in a cycle of /children links")
-            )
+            problems.append(Problem("tree.unreachable", f"/{i}", "Storyline is in a cycle of /children links"))
     if problems:
         raise MapcError(problems)
     return roots
-
-
-def _reverse_node(
-    program: Program,
-    story: dict[str, Any],
-    prefix: str,
-    parent: dict[str, Any] | None,
-    pending: list[Any],
-    mapped: list[Mapped],
-    index: dict[str, dict[str, Any]],
-) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    mapped.append(Mapped(story, prefix))
-    program.reverse_root(story, out, story, parent, pending)
-    if program.children is not None and type(story.get("children")) is list:
-        base = prefix + "".join("/" + pointer.escape(k) for k in program.children)
-        kids = [
-            _reverse_node(program, index[kid], f"{base}/{i}", story, pending, mapped, index)
-            for i, kid in enumerate(story["children"])
-        ]
-        put_in(out, program.children, kids)
-    return out
-
-
-def _write_back(
-    rule: Rule, story_elem: Any, out: dict[str, Any], story: dict[str, Any], parent: dict[str, Any] | None
-) -> None:
-    want = get_in(story_elem, rule.targets[0])
-    if want is MISSING or want is None:
-        return
-    if json_equal(rule.value(out, Context({}, parent, story)), want):
-        return
-    assert rule.write_back is not None
-    insert_copying(out, rule.write_back, want)
-
-
-Copies = dict[int, tuple[Any, Any]]  # id(original) -> (original, its copy in the output)
-
-
-def _restore_residuals(program: Program, doc: dict[str, Any], mapped: list[Mapped]) -> Copies:
-    """Put this source's residuals back at their pointers; returns the containers it copied."""
-    source = program.spec.source
-    problems: list[Problem] = []
-    copies: Copies = {}
-    sdid: str | None = None
-    for m in mapped:
-        entry = ((m.story.get("unknown_fields") or {}).get("sources") or {}).get(source)
-        if not entry:
-            continue
-        if sdid is None:
-            sdid = entry.get("source_document_id")
-        elif entry.get("source_document_id") != sdid:
-            problems.append(
-                Problem(
-                    "residual.mixed_documents",
-                    f"/unknown_fields/sources/{pointer.escape(source)}/source_document_id",
-                    f"Storylines of one {source} document carry residuals of two documents ({sdid!r}, "
-                    f"{entry.get('source_document_id')!r})",
-                )
-            )
-        for ptr, value in (entry.get("fields") or {}).items():
-            problems.extend(_restore_one(doc, ptr, value, source, copies))
-    if problems:
-        raise MapcError(problems)
-    return copies
-
-
-def _restore_one(doc: dict[str, Any], ptr: str, value: Any, source: str, copies: Copies) -> Iterator[Problem]:
-    at = f"/unknown_fields/sources/{pointer.escape(source)}/fields/{pointer.escape(ptr)}"
-    try:
-        tokens = pointer.parse(ptr)
-    except pointer.PointerSyntaxError:
-        yield Problem("residual.bad_pointer", at, f"{ptr!r} is not a JSON Pointer")
-        return
-    if not tokens:
-        yield Problem("residual.bad_pointer", at, "a residual cannot replace the whole document")
-        return
-    parent = pointer.resolve(doc, tokens[:-1])
-    if type(parent) is list:
-        yield Problem("residual.collision", at, f"{ptr} points into an array the mapping rebuilt")
-        return
-    existing = pointer.resolve(doc, tokens)
-    if existing is not MISSING:
-        if not json_equal(existing, value):
-            yield Problem("residual.collision", at, f"{ptr} already holds a mapped value that differs")
-        return
-    if not _insert_path(doc, tokens, value, copies):
-        yield Problem("residual.collision", at, f"{ptr} cannot be placed: a non-object stands on its path")
-
-
-def _insert_path(doc: dict[str, Any], tokens: tuple[str, ...], value: Any, copies: Copies) -> bool:
-    """Insert `value` at `tokens`, creating objects on the way.
-
-    Containers on the path are shallow-copied first, since the reverse may have placed a value of
-    the Storyline there by reference; `copies` records each copy so later writes can follow it.
-    """
-    node: Any = doc
-    for token in tokens[:-1]:
-        if type(node) is dict:
-            key: Any = token
-        elif type(node) is list and pointer.is_array_index(token) and int(token) < len(node):
-            key = int(token)
-        else:
-            return False
-        nxt = node.get(key, MISSING) if type(node) is dict else node[key]
-        if nxt is MISSING:
-            nxt = {}
-        elif type(nxt) in (dict, list):
-            copy = nxt.copy()
-            copies[id(nxt)] = (nxt, copy)  # the original is kept alive, so its id stays unique
-            nxt = copy
-        else:
-            return False
-        node[key] = nxt
-        node = nxt
-    if type(node) is not dict:
-        return False
-    node[tokens[-1]] = value
-    return True

@@ -604,9 +604,7 @@ class _Generator:
         """The schema pointer and the subschema a local ``#/...`` reference names."""
         where = pointer.join(sptr, "$ref")
         if type(ref) is not str or not ref.startswith("#") or not pointer.is_valid(ref[1:]):
-            self.refuse(
-                where, "$ref", f"only local references like '#/$defs/name' are supported, got {ref!r}"
-            )
+            self.refuse(where, "$ref", f"only local references like '#/$defs/name' are supported, got {ref!r}")
             return None, None
         target = pointer.resolve(self.root, pointer.parse(ref[1:]))
         if type(target) is not dict and type(target) is not bool:
@@ -641,9 +639,7 @@ class _Generator:
 
     # -- keyword groups ------------------------------------------------------------------
 
-    def type_(
-        self, out: list[str], value: Any, sptr: str, v: str, t: str, path: _Path, ind: int, mode: str
-    ) -> None:
+    def type_(self, out: list[str], value: Any, sptr: str, v: str, t: str, path: _Path, ind: int, mode: str) -> None:
         names = [value] if type(value) is str else value
         if type(names) is not list or not names or any(n not in _NOT_TYPE for n in names):
             self.refuse(pointer.join(sptr, "type"), "type", f"unknown type {value!r}")
@@ -659,13 +655,9 @@ class _Generator:
             out.append(f"{pad}if {t} is not str or {v} != {value!r}:")
         else:
             out.append(f"{pad}if not _eq({v}, {self.constant(value)}):")
-        self.fail(
-            out, ind + 1, mode, "const", path, f"{'expected ' + _brief(value) + ', got '!r} + _brief({v})"
-        )
+        self.fail(out, ind + 1, mode, "const", path, f"{'expected ' + _brief(value) + ', got '!r} + _brief({v})")
 
-    def enum(
-        self, out: list[str], value: Any, sptr: str, v: str, t: str, path: _Path, ind: int, mode: str
-    ) -> None:
+    def enum(self, out: list[str], value: Any, sptr: str, v: str, t: str, path: _Path, ind: int, mode: str) -> None:
         if type(value) is not list:
             self.refuse(pointer.join(sptr, "enum"), "enum", "expected an array")
             return
@@ -675,9 +667,7 @@ class _Generator:
         else:
             out.append(f"{pad}if not any(_eq({v}, e) for e in {self.constant(tuple(value))}):")
         choices = ", ".join(_brief(x) for x in value)
-        self.fail(
-            out, ind + 1, mode, "enum", path, f"{'expected one of ' + choices + '; got '!r} + _brief({v})"
-        )
+        self.fail(out, ind + 1, mode, "enum", path, f"{'expected one of ' + choices + '; got '!r} + _brief({v})")
 
     def string(
         self,

@@ -25,7 +25,7 @@ CHECK_KINDS = ("nonempty", "nonempty_any", "unique", "minimum", "timestamp")
 
 @dataclass(frozen=True, slots=True)
 class ParentRef:
-    """A value of the parent document's Storyline (for nested documents)."""
+    """``{parent: /ptr}``: a value of the parent document's Storyline (for nested documents)."""
 
     target: Template
 
@@ -33,7 +33,81 @@ class ParentRef:
         return f"parent:{self.target}"
 
 
-Ref = Template | ParentRef
+@dataclass(frozen=True, slots=True)
+class StoryRef:
+    """``{story: /ptr}``: a value of the Storyline being written (read after the rules that write it)."""
+
+    target: Template
+
+    def __str__(self) -> str:
+        return f"story:{self.target}"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRef:
+    """``{source: /ptr}``: in a reverse, a value of the source document being rebuilt."""
+
+    target: Template
+
+    def __str__(self) -> str:
+        return f"source:{self.target}"
+
+
+@dataclass(frozen=True, slots=True)
+class VarRef:
+    """``{var: a}``: the object key or array position a variable of the spec is bound to."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return "{" + self.name + "}"
+
+
+@dataclass(frozen=True, slots=True)
+class CountRef:
+    """``{count: documents}``: in a reverse, how many Storylines make the document."""
+
+    what: str
+
+    def __str__(self) -> str:
+        return f"count:{self.what}"
+
+
+@dataclass(frozen=True, slots=True)
+class CallRef:
+    """``{call: fn, args: [...]}``: a value computed by a registered function (a chain candidate)."""
+
+    call: str
+    args: tuple[Ref, ...]
+
+    def __str__(self) -> str:
+        return f"{self.call}({', '.join(map(str, self.args))})"
+
+
+Ref = Template | ParentRef | StoryRef | SourceRef | VarRef | CountRef | CallRef
+
+
+@dataclass(frozen=True, slots=True)
+class ReverseSpec:
+    """``reverse: {call, args, to}``: how a computed row is undone (args on the Storyline side)."""
+
+    call: str
+    args: tuple[Ref, ...]
+    targets: tuple[Template, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ArraySpec:
+    """A source array mapped element by element onto a Storyline array.
+
+    `fallback` is read when the source array is empty (both are written back); with `omit_empty`
+    an empty result writes nothing, and the reverse writes empty arrays.
+    """
+
+    src: Template
+    dst: Template
+    fallback: Template | None = None
+    omit_empty: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +134,10 @@ class RuleSpec:
     reverse_call: str | None = None
     reverse_default: Any = MISSING
     reverse_when: tuple[tuple[Template, Any], ...] = ()
+    with_args: tuple[Ref, ...] = ()
+    reverse_first_of: tuple[Ref, ...] = ()
+    reverse: ReverseSpec | None = None
+    write_back_call: str | None = None
 
     @property
     def label(self) -> str:
@@ -91,7 +169,8 @@ class Spec:
     input_schema: str | None
     document_id: RuleSpec | None
     children: Template | None
-    arrays: tuple[tuple[Template, Template], ...]
+    each: Template | None
+    arrays: tuple[ArraySpec, ...]
     objects: tuple[tuple[Template, frozenset[str], SpecLocation], ...]
     rules: tuple[RuleSpec, ...]
     checks: tuple[CheckSpec, ...]
@@ -116,9 +195,7 @@ class _Located:
                 key = self.build(key_node, (*path, "<key>"))
                 if key in out:
                     line = key_node.start_mark.line + 1
-                    raise MapcError.single(
-                        "spec.duplicate_key", "", f"{self.file}:{line}: duplicate key {key!r}"
-                    )
+                    raise MapcError.single("spec.duplicate_key", "", f"{self.file}:{line}: duplicate key {key!r}")
                 out[key] = self.build(value_node, (*path, key))
             return out
         if isinstance(node, yaml.SequenceNode):
@@ -146,9 +223,7 @@ def load_spec(path: str | Path, text: str | None = None) -> Spec:
         mark = getattr(exc, "problem_mark", None)
         where = SpecLocation(file, mark.line + 1, mark.column + 1) if mark else SpecLocation(file, 1, 1)
         what = getattr(exc, "problem", None) or str(exc)
-        raise MapcError(
-            [Problem("spec.yaml", "", f"not valid YAML: {what}", where)], source=str(path)
-        ) from None
+        raise MapcError([Problem("spec.yaml", "", f"not valid YAML: {what}", where)], source=str(path)) from None
     located = _Located(file)
     try:
         data = located.build(node) if node is not None else None
@@ -183,10 +258,34 @@ class _SpecReader:
             return None
 
     def ref(self, item: Any, *path: Any) -> Ref | None:
-        if isinstance(item, dict) and set(item) == {"parent"}:
-            target = self.template(item["parent"], *path, "parent")
-            return ParentRef(target) if target else None
-        return self.template(item, *path)
+        if isinstance(item, str):
+            return self.template(item, *path)
+        if isinstance(item, dict) and len(item) == 1:
+            ((kind, value),) = item.items()
+            wraps = {"parent": ParentRef, "story": StoryRef, "source": SourceRef}
+            if kind in wraps:
+                target = self.template(value, *path, kind)
+                return wraps[kind](target) if target else None
+            if kind == "var" and isinstance(value, str):
+                return VarRef(value)
+            if kind == "count" and value == "documents":
+                return CountRef(value)
+        if isinstance(item, dict) and set(item) <= {"call", "args"} and isinstance(item.get("call"), str):
+            args = [self.ref(a, *path, "args", i) for i, a in enumerate(item.get("args") or [])]
+            return None if None in args else CallRef(item["call"], tuple(a for a in args if a is not None))
+        self.fail(
+            "expected a pointer, {parent|story|source: pointer}, {var: name}, {count: documents} or "
+            f"{{call: fn, args: [...]}}, got {item!r}",
+            *path,
+            code="spec.bad_pointer",
+        )
+        return None
+
+    def refs(self, items: Any, *path: Any) -> list[Ref | None]:
+        if not isinstance(items, list):
+            self.fail("expected a list", *path)
+            return [None]
+        return [self.ref(x, *path, i) for i, x in enumerate(items)]
 
     def read(self, data: Any, path: str) -> Spec | None:
         if not isinstance(data, dict):
@@ -214,14 +313,9 @@ class _SpecReader:
         doc_id = None
         if "id" in document:
             doc_id = self.rule(document["id"], -1, ("document", "id"))
-        children = (
-            self.template(document["children"], "document", "children") if "children" in document else None
-        )
-        arrays = []
-        for src, dst in (data.get("arrays") or {}).items():
-            s, d = self.template(src, "arrays", src), self.template(dst, "arrays", src)
-            if s and d:
-                arrays.append((s, d))
+        children = self.template(document["children"], "document", "children") if "children" in document else None
+        each = self.template(document["each"], "document", "each") if "each" in document else None
+        arrays = [self.array(src, dst) for src, dst in (data.get("arrays") or {}).items()]
         objects = []
         for ptr, keys in (data.get("objects") or {}).items():
             t = self.template(ptr, "objects", ptr)
@@ -239,12 +333,27 @@ class _SpecReader:
             input_schema=data.get("input_schema"),
             document_id=doc_id,
             children=children,
-            arrays=tuple(arrays),
+            each=each,
+            arrays=tuple(a for a in arrays if a is not None),
             objects=tuple(objects),
             rules=tuple(r for r in rules if r is not None),
             checks=tuple(c for c in checks if c is not None),
             at=self.loc.at(),
         )
+
+    def array(self, src: Any, dst: Any) -> ArraySpec | None:
+        s = self.template(src, "arrays", src)
+        if isinstance(dst, str):
+            d = self.template(dst, "arrays", src)
+            return ArraySpec(s, d) if s and d else None
+        if not isinstance(dst, dict) or "to" not in dst or not set(dst) <= {"to", "else", "omit_empty"}:
+            self.fail("an array maps to a pointer, or to {to, else?, omit_empty?}", "arrays", src)
+            return None
+        d = self.template(dst["to"], "arrays", src, "to")
+        fallback = self.template(dst["else"], "arrays", src, "else") if "else" in dst else None
+        if not (s and d) or ("else" in dst and fallback is None):
+            return None
+        return ArraySpec(s, d, fallback, bool(dst.get("omit_empty", False)))
 
     _RULE_KEYS = frozenset(
         {
@@ -262,6 +371,10 @@ class _SpecReader:
             "reverse_call",
             "reverse_default",
             "reverse_when",
+            "with",
+            "reverse_first_of",
+            "reverse",
+            "write_back_call",
         }
     )
 
@@ -307,7 +420,12 @@ class _SpecReader:
             t = self.template(ptr, *path, "reverse_when")
             if t:
                 reverse_when.append((t, value))
-        if None in sources or None in targets:
+        with_args = self.refs(item.get("with", []), *path, "with")
+        reverse_first_of = self.refs(item.get("reverse_first_of", []), *path, "reverse_first_of")
+        reverse = self.reverse(item["reverse"], *path, "reverse") if "reverse" in item else None
+        if None in sources or None in targets or None in with_args or None in reverse_first_of:
+            return None
+        if "reverse" in item and reverse is None:
             return None
         return RuleSpec(
             index=index,
@@ -325,6 +443,23 @@ class _SpecReader:
             reverse_call=item.get("reverse_call"),
             reverse_default=item.get("reverse_default", MISSING),
             reverse_when=tuple(reverse_when),
+            with_args=tuple(a for a in with_args if a is not None),
+            reverse_first_of=tuple(a for a in reverse_first_of if a is not None),
+            reverse=reverse,
+            write_back_call=item.get("write_back_call"),
+        )
+
+    def reverse(self, item: Any, *path: Any) -> ReverseSpec | None:
+        if not isinstance(item, dict) or not isinstance(item.get("call"), str) or "to" not in item:
+            self.fail("`reverse` is {call: fn, args: [...], to: pointer(s)}", *path)
+            return None
+        args = self.refs(item.get("args", []), *path, "args")
+        raw_to = item["to"] if isinstance(item["to"], list) else [item["to"]]
+        targets = [self.template(t, *path, "to") for t in raw_to]
+        if None in args or None in targets:
+            return None
+        return ReverseSpec(
+            item["call"], tuple(a for a in args if a is not None), tuple(t for t in targets if t is not None)
         )
 
     def check(self, item: Any, index: int) -> CheckSpec | None:

@@ -215,9 +215,7 @@ def _expectation(
     elif kind == "assertions":
         if type(value) is not list or not value or not all(_is_assertion(a) for a in value):
             problems.append(
-                _bad_case(
-                    name, at + "/assertions", "assertions are {pointer, value} or {pointer, absent: true}"
-                )
+                _bad_case(name, at + "/assertions", "assertions are {pointer, value} or {pointer, absent: true}")
             )
             return None
     elif kind == "error" and not _is_error(value):
@@ -240,11 +238,7 @@ def _is_error(value: Any) -> bool:
 
 
 def _is_assertion(item: Any) -> bool:
-    if (
-        type(item) is not dict
-        or type(item.get("pointer")) is not str
-        or not pointer.is_valid(item["pointer"])
-    ):
+    if type(item) is not dict or type(item.get("pointer")) is not str or not pointer.is_valid(item["pointer"]):
         return False
     keys = set(item) - {"pointer", "description"}
     return keys == {"value"} or (keys == {"absent"} and item["absent"] is True)
@@ -407,9 +401,7 @@ def judge(test: Test, response: Response) -> Outcome:
     if expect.kind == "valid":
         if got is True:
             return Outcome(test, "pass")
-        return Outcome(
-            test, "fail", 'a valid input answers {"output": true}', _shown(expect), {"output": got}
-        )
+        return Outcome(test, "fail", 'a valid input answers {"output": true}', _shown(expect), {"output": got})
     if expect.kind == "output":
         if json_equal(got, expect.value):
             return Outcome(test, "pass")

@@ -92,9 +92,7 @@ def _children_rows(
     kids = spec.children
     var = kids.tokens[-1]
     _add(rows, (kids.text,), ['""'])
-    identity = {
-        name: [r for r in forward if any(t.tokens == (name,) for t in r.targets)] for name in IDENTITY
-    }
+    identity = {name: [r for r in forward if any(t.tokens == (name,) for t in r.targets)] for name in IDENTITY}
     primary = next((name for name in IDENTITY if identity[name]), None)
     child_link = format_tokens(("children", var))
     for name in IDENTITY:
@@ -136,9 +134,7 @@ def _singular(template: Template) -> str:
 
 def constants(spec: Spec) -> list[tuple[str, object]]:
     """(target, value) of every constant row: values with no source pointer."""
-    return [
-        (t.text, r.value) for r in spec.rules if r.op == "const" and not _reverse_only(r) for t in r.targets
-    ]
+    return [(t.text, r.value) for r in spec.rules if r.op == "const" and not _reverse_only(r) for t in r.targets]
 
 
 def _cell(pointers: tuple[str, ...]) -> str:

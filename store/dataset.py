@@ -139,11 +139,7 @@ def _recover(root: Path) -> dict[str, int]:
     """
     current = read_current(root)
     if current is None:
-        adopted = {
-            name: _latest_version(table_path(root, name))
-            for name in TABLES
-            if table_path(root, name).exists()
-        }
+        adopted = {name: _latest_version(table_path(root, name)) for name in TABLES if table_path(root, name).exists()}
         _write_current(root, adopted)
         return adopted
     changed = False

@@ -39,9 +39,7 @@ I64_MAX: Final = 2**63 - 1
 NS_PER_MS: Final = 1_000_000
 
 REQUEST_KINDS: Final = frozenset({"llm.request", "http.request"})
-RESPONSE_KINDS: Final = frozenset(
-    {"llm.response", "llm.response.stream", "http.response", "http.response.stream"}
-)
+RESPONSE_KINDS: Final = frozenset({"llm.response", "llm.response.stream", "http.response", "http.response.stream"})
 
 # Optional top-level strings of an EventRecord: the identity keys, then the correlation envelope.
 _STRING_KEYS: Final = (
@@ -152,9 +150,7 @@ def record_problems(record: Any) -> list[Problem]:
             )
         )
     if not has_time:
-        problems.append(
-            Problem("events.missing_timestamp", "", "a stored event needs timestamp_unix_ms or timestamp")
-        )
+        problems.append(Problem("events.missing_timestamp", "", "a stored event needs timestamp_unix_ms or timestamp"))
     return problems
 
 
@@ -356,9 +352,7 @@ def _rfc3339_ms(ms: int) -> str:
 
 def _event_time(record: dict[str, Any]) -> tuple[str | None, int | None]:
     """(RFC 3339 millisecond text, Unix ms) of a record, or (None, None); conflicts are errors."""
-    problems = [
-        p for p in record_problems(record) if p.code in ("events.timestamp_conflict", "events.bad_timestamp")
-    ]
+    problems = [p for p in record_problems(record) if p.code in ("events.timestamp_conflict", "events.bad_timestamp")]
     if problems:
         raise MapcError(problems)
     ms = event_ms(record)
@@ -585,9 +579,7 @@ def project_records(records: list[dict[str, Any]]) -> dict[str, Any]:
     problems = storyline.check(story)
     if problems:
         raise MapcError(
-            Problem(
-                "events.invalid_projection", p.pointer, f"the projected Storyline is invalid: {p.message}"
-            )
+            Problem("events.invalid_projection", p.pointer, f"the projected Storyline is invalid: {p.message}")
             for p in problems
         )
     return story

@@ -454,9 +454,7 @@ def _rebuild_runs(runs: pa.Table, problems: list[Problem]) -> dict[str, _Doc]:
     for i in range(runs.num_rows):
         doc_id = cols["document_id"][i]
         if doc_id in docs:
-            problems.append(
-                _p("store.duplicate_document_id", "runs", "document_id", "two runs rows share it", doc_id)
-            )
+            problems.append(_p("store.duplicate_document_id", "runs", "document_id", "two runs rows share it", doc_id))
             continue
         if cols["schema_version"][i] != SCHEMA_VERSION:
             problems.append(
@@ -597,9 +595,7 @@ def _attach_steps(docs: dict[str, _Doc], steps: pa.Table, problems: list[Problem
             step_id = c["step_id"][i]
             key = {"step_id": step_id}
             if step_id in state.steps:
-                problems.append(
-                    _p("store.duplicate_step_id", "steps", "step_id", "two steps share it", doc_id, **key)
-                )
+                problems.append(_p("store.duplicate_step_id", "steps", "step_id", "two steps share it", doc_id, **key))
                 continue
             _denormalized(problems, "steps", state, c["session_id"][i], c["run_id"][i], doc_id, **key)
             turn: dict[str, Any] = {"id": step_id}
@@ -643,17 +639,13 @@ def _attach_steps(docs: dict[str, _Doc], steps: pa.Table, problems: list[Problem
             _put(turn, "extra", cells.parse(c["extra_json"][i], "extra_json", doc_id, **key))
             _put(turn, "env", cells.parse(c["env_json"][i], "env_json", doc_id, **key))
             _put(turn, "prompt", cells.parse(c["prompt_json"][i], "prompt_json", doc_id, **key))
-            _put(
-                turn, "finished_at", cells.parse(c["finished_at_json"][i], "finished_at_json", doc_id, **key)
-            )
+            _put(turn, "finished_at", cells.parse(c["finished_at_json"][i], "finished_at_json", doc_id, **key))
             # effective_kind depends on the calls: checked once they are attached.
             state.steps[step_id] = (turn, had_calls, observation, c["effective_kind"][i])
             state.turns.append(turn)
 
 
-def _check_timestamp(
-    problems: list[Problem], ts: Any, stored: int | None, doc_id: str, key: dict[str, Any]
-) -> None:
+def _check_timestamp(problems: list[Problem], ts: Any, stored: int | None, doc_id: str, key: dict[str, Any]) -> None:
     try:
         expected = None if ts is None else timestamp_ns(ts)
     except TimestampError as exc:
@@ -754,9 +746,7 @@ def _attach_calls(docs: dict[str, _Doc], calls: pa.Table, problems: list[Problem
                 )
 
 
-def _check_results(
-    problems: list[Problem], stored: str, derived: list[Any], doc_id: str, key: dict[str, Any]
-) -> None:
+def _check_results(problems: list[Problem], stored: str, derived: list[Any], doc_id: str, key: dict[str, Any]) -> None:
     if stored == orjson.dumps(derived).decode():
         return
     try:

@@ -56,9 +56,7 @@ def json_values(max_leaves: int = 6) -> st.SearchStrategy[Any]:
     """Free JSON: nested lists and objects (hostile keys) over `json_scalars`."""
     return st.recursive(
         json_scalars(),
-        lambda inner: st.one_of(
-            st.lists(inner, max_size=3), st.dictionaries(object_keys(), inner, max_size=3)
-        ),
+        lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(object_keys(), inner, max_size=3)),
         max_leaves=max_leaves,
     )
 
@@ -222,9 +220,7 @@ RESULT_FIELDS: dict[str, st.SearchStrategy[Any]] = {
     "retry_count": json_values(3),
     "retry_counts": json_values(3),
 }
-_RESULT_EXTRAS = st.dictionaries(
-    object_keys().filter(lambda k: k not in RESULT_FIELDS), json_values(3), max_size=2
-)
+_RESULT_EXTRAS = st.dictionaries(object_keys().filter(lambda k: k not in RESULT_FIELDS), json_values(3), max_size=2)
 
 
 @st.composite
@@ -333,9 +329,9 @@ def draw_turn(draw: st.DrawFn, turn_id: int, tcids: list[str] | None) -> dict[st
 
 # --- residuals ------------------------------------------------------------------------------------
 
-_UNKNOWN_SOURCE_NAMES = st.one_of(
-    st.sampled_from(["future-format", "x", "", "/", "~01"]), st.text(max_size=6)
-).filter(lambda name: name not in KNOWN_SOURCES)
+_UNKNOWN_SOURCE_NAMES = st.one_of(st.sampled_from(["future-format", "x", "", "/", "~01"]), st.text(max_size=6)).filter(
+    lambda name: name not in KNOWN_SOURCES
+)
 
 
 @st.composite

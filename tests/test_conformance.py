@@ -46,9 +46,7 @@ def test_case_files_match_the_case_schema(path: Path):
         jsonschema.Draft202012Validator(schema).iter_errors(json.loads(path.read_text(encoding="utf-8"))),
         key=lambda e: list(e.absolute_path),
     )
-    assert not errors, "\n".join(
-        f"/{'/'.join(map(str, e.absolute_path))}: {e.message[:200]}" for e in errors[:5]
-    )
+    assert not errors, "\n".join(f"/{'/'.join(map(str, e.absolute_path))}: {e.message[:200]}" for e in errors[:5])
 
 
 def test_the_case_schema_rejects_what_the_loader_rejects(tmp_path: Path):

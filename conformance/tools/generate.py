@@ -40,9 +40,7 @@ def dumps(value: Any, indent: int = 0) -> str:
         return flat
     pad = " " * (indent + 2)
     if isinstance(value, dict):
-        items = [
-            f"{pad}{json.dumps(k, ensure_ascii=False)}: {dumps(v, indent + 2)}" for k, v in value.items()
-        ]
+        items = [f"{pad}{json.dumps(k, ensure_ascii=False)}: {dumps(v, indent + 2)}" for k, v in value.items()]
         return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
     items = [pad + dumps(v, indent + 2) for v in value]
     return "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"
@@ -272,9 +270,7 @@ def storyline_undeclared_keys() -> list[dict]:
         tests = [valid(f"the {name} without an undeclared key", doc)]
         for key in aliases + HOSTILE_KEYS:
             label = f"undeclared key {json.dumps(key, ensure_ascii=False)}"
-            tests.append(
-                error(label, put(doc, (*tokens, key), 1), "schema.additionalProperties", ptr(*tokens, key))
-            )
+            tests.append(error(label, put(doc, (*tokens, key), 1), "schema.additionalProperties", ptr(*tokens, key)))
         cases.append(case(f"deny_unknown_fields: the {name} is closed", "storyline", "validate", tests))
     result = put(STORY, ("task",), {"result": {"correct": True}})
     tests = [valid("a typed key", result)]
@@ -569,9 +565,7 @@ def atif_unknown_fields() -> list[dict]:
                 forward,
             )
         )
-        cases.append(
-            case(f"unknown keys of the {name} are restored by pointer", "atif", "convert", trips, to="atif")
-        )
+        cases.append(case(f"unknown keys of the {name} are restored by pointer", "atif", "convert", trips, to="atif"))
     return cases
 
 
@@ -661,9 +655,7 @@ FILES = {
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--check", action="store_true", help="compare instead of writing; exit 1 on a difference"
-    )
+    parser.add_argument("--check", action="store_true", help="compare instead of writing; exit 1 on a difference")
     args = parser.parse_args()
     stale = []
     for name, build in FILES.items():

@@ -165,9 +165,7 @@ def test_generated_storyline_is_valid():
     turns = doc["turns"]
     assert any(type(t.get("ts")) is float for t in turns) and any(type(t.get("ts")) is str for t in turns)
     assert any(t.get("prompt") == {"system": "", "user": ""} for t in turns)
-    assert any("env" in t for t in turns) and any(
-        "response" in c for t in turns for c in t.get("tool_calls", ())
-    )
+    assert any("env" in t for t in turns) and any("response" in c for t in turns for c in t.get("tool_calls", ()))
 
 
 # -- hand-written converter ----------------------------------------------------------------------
@@ -310,9 +308,7 @@ def test_jq_matches_handwritten(tmp_path):
     if jq is None:
         pytest.skip("jq is not installed")
     for path in _baseline_inputs(tmp_path):
-        out = subprocess.run(
-            [jq, "-c", "-f", str(BENCH / "atif.jq"), str(path)], check=True, capture_output=True
-        )
+        out = subprocess.run([jq, "-c", "-f", str(BENCH / "atif.jq"), str(path)], check=True, capture_output=True)
         expected = _without_document_id(orjson.loads(hw.forward_bytes(path.read_bytes())))
         assert json_equal(_without_document_id(orjson.loads(out.stdout)), expected), path.name
 

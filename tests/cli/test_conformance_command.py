@@ -196,9 +196,7 @@ def test_a_correct_wrapper_passes_a_real_subset(runner, tmp_path):
     ],
 )
 def test_a_wrong_implementation_is_caught(runner, cases, tmp_path, name, code, caught):
-    result = runner.invoke(
-        cli, ["conformance", "run", str(cases), "--impl", _impl(tmp_path, f"{name}.py", code)]
-    )
+    result = runner.invoke(cli, ["conformance", "run", str(cases), "--impl", _impl(tmp_path, f"{name}.py", code)])
     assert result.exit_code == 1, result.output
     fails = [line for line in result.output.splitlines() if line.startswith("FAIL")]
     assert any(caught in line for line in fails), result.output
@@ -210,9 +208,7 @@ def test_a_wrong_implementation_is_caught(runner, cases, tmp_path, name, code, c
     [("garbage", GARBAGE, "not one JSON object"), ("status", BAD_STATUS, "exit status 3")],
 )
 def test_protocol_breaches_fail_every_test(runner, cases, tmp_path, name, code, says):
-    result = runner.invoke(
-        cli, ["conformance", "run", str(cases), "--impl", _impl(tmp_path, f"{name}.py", code)]
-    )
+    result = runner.invoke(cli, ["conformance", "run", str(cases), "--impl", _impl(tmp_path, f"{name}.py", code)])
     assert result.exit_code == 1
     fails = [line for line in result.output.splitlines() if line.startswith("FAIL")]
     assert len(fails) == 6
@@ -241,9 +237,7 @@ def test_a_format_mapc_lacks_is_skipped(runner, tmp_path):
 def test_a_broken_case_file_is_reported(runner, tmp_path):
     path = tmp_path / "s" / "c.json"
     path.parent.mkdir()
-    path.write_text(
-        json.dumps([{"description": "x", "format": "storyline", "operation": "guess", "tests": []}])
-    )
+    path.write_text(json.dumps([{"description": "x", "format": "storyline", "operation": "guess", "tests": []}]))
     result = runner.invoke(cli, ["conformance", "run", str(path.parent)])
     assert result.exit_code == 1
     assert "conformance.bad_case" in result.stderr

@@ -62,9 +62,7 @@ def jsonl(path: Path, records: list[object]) -> str:
 
 def test_append_then_project_to_storyline_and_atif(tmp_path, runner):
     table = tmp_path / "events.lance"
-    result = runner.invoke(
-        cli, ["events", "append", jsonl(tmp_path / "e.jsonl", RECORDS), "--to", str(table)]
-    )
+    result = runner.invoke(cli, ["events", "append", jsonl(tmp_path / "e.jsonl", RECORDS), "--to", str(table)])
     assert result.exit_code == 0, result.output
     assert result.stdout == f"appended 3 events to {table}\n"
     result = runner.invoke(cli, ["events", "project", str(table)])
@@ -111,9 +109,7 @@ def test_project_a_missing_table_is_a_usage_error(tmp_path, runner):
 def test_synthesize_then_project(tmp_path, runner):
     table = tmp_path / "events.lance"
     source = tmp_path / "story.json"
-    assert (
-        runner.invoke(cli, ["run", "atif", str(ATIF / "dialogue_10.json"), "-o", str(source)]).exit_code == 0
-    )
+    assert runner.invoke(cli, ["run", "atif", str(ATIF / "dialogue_10.json"), "-o", str(source)]).exit_code == 0
     result = runner.invoke(cli, ["events", "synthesize", str(source), "--to", str(table)])
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("appended ") and result.stdout.endswith(f" events to {table}\n")

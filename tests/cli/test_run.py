@@ -88,12 +88,7 @@ def test_run_with_a_spec_path_is_the_same_as_the_name(runner: CliRunner) -> None
 
 
 def test_run_reads_jsonl_by_extension(runner: CliRunner, tmp_path: Path) -> None:
-    data = (
-        orjson.dumps(minimal_atif(session_id="a"))
-        + b"\n\n"
-        + orjson.dumps(minimal_atif(session_id="b"))
-        + b"\n"
-    )
+    data = orjson.dumps(minimal_atif(session_id="a")) + b"\n\n" + orjson.dumps(minimal_atif(session_id="b")) + b"\n"
     result = runner.invoke(cli, ["run", "atif", str(write(tmp_path / "t.jsonl", data))])
     assert result.exit_code == 0, result.stderr
     assert [s["session"] for s in orjson.loads(result.stdout)] == ["a", "b"]
@@ -153,10 +148,7 @@ def test_reverse_round_trip(runner: CliRunner, tmp_path: Path, name: str) -> Non
 
 
 def test_reverse_of_several_roots_prints_an_array(runner: CliRunner, tmp_path: Path) -> None:
-    stories = [
-        {"schema_version": "storyline/v1", "session": s, "agent": {"id": "a"}, "turns": []}
-        for s in ("x", "y")
-    ]
+    stories = [{"schema_version": "storyline/v1", "session": s, "agent": {"id": "a"}, "turns": []} for s in ("x", "y")]
     result = runner.invoke(cli, ["run", "atif", str(write(tmp_path / "s.json", stories)), "--reverse"])
     assert result.exit_code == 0, result.stderr
     assert [d["session_id"] for d in orjson.loads(result.stdout)] == ["x", "y"]
@@ -200,11 +192,7 @@ def test_problem_at_the_document_root_is_shown_as_slash(runner: CliRunner, tmp_p
 
 
 def test_bad_jsonl_names_the_line(runner: CliRunner, tmp_path: Path) -> None:
-    data = (
-        orjson.dumps(minimal_atif())
-        + b"\n\n"
-        + orjson.dumps(minimal_atif(agent={"name": "a", "version": ""}))
-    )
+    data = orjson.dumps(minimal_atif()) + b"\n\n" + orjson.dumps(minimal_atif(agent={"name": "a", "version": ""}))
     path = write(tmp_path / "t.ndjson", data)
     result = runner.invoke(cli, ["run", "atif", str(path)])
     assert result.exit_code == 1
@@ -242,9 +230,7 @@ def _spec(tmp_path: Path, text: str) -> Path:
     return path
 
 
-def test_spec_with_an_unknown_function_names_the_yaml_file_and_line(
-    runner: CliRunner, tmp_path: Path
-) -> None:
+def test_spec_with_an_unknown_function_names_the_yaml_file_and_line(runner: CliRunner, tmp_path: Path) -> None:
     spec = _spec(
         tmp_path,
         "name: broken\nsource: broken\nrules:\n  - {const: storyline/v1, to: /schema_version}\n"

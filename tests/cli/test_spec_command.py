@@ -38,9 +38,7 @@ def test_lint_a_broken_spec(runner, tmp_path):
     result = runner.invoke(cli, ["spec", "lint", str(path)])
     assert result.exit_code == 1
     lines = result.output.splitlines()
-    assert any(
-        line.startswith(f"{path}:13:5: rules[5]:") and "[spec.unknown_function]" in line for line in lines
-    )
+    assert any(line.startswith(f"{path}:13:5: rules[5]:") and "[spec.unknown_function]" in line for line in lines)
     assert any("[lint.required_target]" in line and "/turns/{*}/src" in line for line in lines)
     assert any("[lint.unread_key]" in line and f"{path}:5:" in line for line in lines)
     data = json.loads(runner.invoke(cli, ["spec", "lint", str(path), "--json"]).output)

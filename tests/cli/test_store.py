@@ -73,8 +73,7 @@ def test_store_a_clash_names_both_inputs_and_writes_nothing(tmp_path, runner):
     result = runner.invoke(cli, ["store", again, "--to", str(root)])
     assert result.exit_code == 1
     assert result.stderr == (
-        f'{again}: /1: document_id "s1" is already stored in {root}; ids must be unique '
-        "[store.duplicate_document_id]\n"
+        f'{again}: /1: document_id "s1" is already stored in {root}; ids must be unique [store.duplicate_document_id]\n'
     )
     twice = write(tmp_path / "c.json", story("s3"))
     result = runner.invoke(cli, ["store", twice, twice, "--to", str(root)])
@@ -114,25 +113,19 @@ def test_store_usage_errors(tmp_path, runner, args, message):
 
 
 def test_export_every_document_in_every_format(corpus, runner, tmp_path):
-    originals = [
-        s for p in sorted(ATIF.glob("*.json")) for s in convert.into_storyline("atif", p.read_bytes())
-    ]
+    originals = [s for p in sorted(ATIF.glob("*.json")) for s in convert.into_storyline("atif", p.read_bytes())]
     for fmt in convert.formats():
         out = tmp_path / f"all.{fmt}.json"
         result = runner.invoke(cli, ["export", str(corpus), "--to", fmt, "-o", str(out)])
         assert result.exit_code == 0, result.output
         assert result.stdout == ""
-        assert json_equal(
-            json.loads(out.read_bytes()), json.loads(json.dumps(convert.from_storyline(fmt, originals)))
-        )
+        assert json_equal(json.loads(out.read_bytes()), json.loads(json.dumps(convert.from_storyline(fmt, originals))))
 
 
 def test_export_one_session_or_document(corpus, runner):
     result = runner.invoke(cli, ["export", str(corpus), "--to", "atif", "--session", "fixture-sparse_13"])
     assert result.exit_code == 0, result.output
-    expected = convert.from_storyline(
-        "atif", convert.into_storyline("atif", (ATIF / "sparse_13.json").read_bytes())
-    )
+    expected = convert.from_storyline("atif", convert.into_storyline("atif", (ATIF / "sparse_13.json").read_bytes()))
     assert json_equal(json.loads(result.stdout), json.loads(json.dumps(expected)))
     result = runner.invoke(cli, ["export", str(corpus), "--to", "storyline", "--document", "run-support-001"])
     assert json.loads(result.stdout)["session"] == "support-001"

@@ -95,9 +95,7 @@ def test_json_report(runner: CliRunner, tmp_path: Path) -> None:
     result = runner.invoke(cli, ["validate", "--json", good, bad])
     assert result.exit_code == 1
     rows = orjson.loads(result.stdout)
-    assert sorted((r["file"], r["pointer"], r["code"]) for r in rows) == [
-        (bad, p, c) for p, c in INVALID_PROBLEMS
-    ]
+    assert sorted((r["file"], r["pointer"], r["code"]) for r in rows) == [(bad, p, c) for p, c in INVALID_PROBLEMS]
     assert all(isinstance(r["message"], str) and r["message"] for r in rows)
 
 
@@ -117,9 +115,7 @@ def test_json_report_of_valid_files_is_an_empty_array(runner: CliRunner, tmp_pat
     ],
     ids=["empty array", "empty jsonl", "not json", "other version"],
 )
-def test_unusable_storyline_files(
-    runner: CliRunner, tmp_path: Path, data: bytes, name: str, code: str
-) -> None:
+def test_unusable_storyline_files(runner: CliRunner, tmp_path: Path, data: bytes, name: str, code: str) -> None:
     path = write(tmp_path / name, data)
     result = runner.invoke(cli, ["validate", path])
     assert result.exit_code == 1
@@ -152,9 +148,7 @@ def test_validate_atif_reports_problems(runner: CliRunner, tmp_path: Path) -> No
 
 def test_validate_atif_jsonl_names_the_line(runner: CliRunner, tmp_path: Path) -> None:
     ok = (ATIF / "support-ticket.json").read_bytes()
-    bad = orjson.dumps(
-        {"schema_version": "ATIF-v1.7", "session_id": "s", "agent": {"name": "a"}, "steps": []}
-    )
+    bad = orjson.dumps({"schema_version": "ATIF-v1.7", "session_id": "s", "agent": {"name": "a"}, "steps": []})
     path = write(tmp_path / "t.jsonl", orjson.dumps(orjson.loads(ok)) + b"\n" + bad + b"\n")
     result = runner.invoke(cli, ["validate", "--format", "atif", "--json", path])
     assert result.exit_code == 1
@@ -173,15 +167,11 @@ def test_storyline_is_not_valid_atif(runner: CliRunner, tmp_path: Path) -> None:
 def test_atif_is_not_a_valid_storyline(runner: CliRunner) -> None:
     result = runner.invoke(cli, ["validate", str(ATIF / "support-ticket.json")])
     assert result.exit_code == 1
-    assert ("/", "storyline.unsupported_version") in {
-        (p, c) for _, p, c in reported(result.stderr)
-    } or result.stderr
+    assert ("/", "storyline.unsupported_version") in {(p, c) for _, p, c in reported(result.stderr)} or result.stderr
 
 
 def test_unknown_format_is_a_usage_error(runner: CliRunner, tmp_path: Path) -> None:
-    result = runner.invoke(
-        cli, ["validate", "--format", "nope", write(tmp_path / "s.json", valid_storyline())]
-    )
+    result = runner.invoke(cli, ["validate", "--format", "nope", write(tmp_path / "s.json", valid_storyline())])
     assert result.exit_code == 2
     assert "nope" in result.stderr and "atif" in result.stderr
 

@@ -70,9 +70,7 @@ def test_first_of_choices_and_failures():
     data = json.dumps(docs).encode()
     report = measure(catalog.program("atif"), [("all.json", data, False)])
     assert report.documents == 2
-    assert [(f, p.code, p.pointer) for f, p in report.failures] == [
-        ("all.json", "check.nonempty", "/2/agent/name")
-    ]
+    assert [(f, p.code, p.pointer) for f, p in report.failures] == [("all.json", "check.nonempty", "/2/agent/name")]
     session = next(r for r in report.rows if r.rule.spec.targets[0].text == "/session")
     assert session.chosen[:2] == [1, 1] and session.fired == 2
 

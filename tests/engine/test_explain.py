@@ -51,18 +51,14 @@ def test_a_first_of_source_not_chosen_did_not_fire():
 def test_a_residual_and_a_nested_document():
     doc = {**TICKET, "steps": [{**TICKET["steps"][0], "vendor": 1}]}
     [found] = explain_source(_program(), doc, "/steps/0/vendor")
-    assert found.kind == "residual" and found.targets == (
-        "/0/unknown_fields/sources/atif/fields/~1steps~10~1vendor",
-    )
+    assert found.kind == "residual" and found.targets == ("/0/unknown_fields/sources/atif/fields/~1steps~10~1vendor",)
     child = {
         "schema_version": "ATIF-v1.7",
         "trajectory_id": "c1",
         "agent": {"name": "h", "version": "1"},
         "steps": [],
     }
-    found = explain_source(
-        _program(), {**TICKET, "subagent_trajectories": [child]}, "/subagent_trajectories/0"
-    )
+    found = explain_source(_program(), {**TICKET, "subagent_trajectories": [child]}, "/subagent_trajectories/0")
     assert found[0].kind == "document" and found[0].targets == ("/1",)
 
 

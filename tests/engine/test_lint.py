@@ -63,9 +63,7 @@ def test_shipped_specs_are_clean(name: str):
 
 
 def test_unknown_function():
-    p = _one(
-        BASE + "  - {from: /name, call: no_such_fn, to: /notes, derived: true}\n", "spec.unknown_function"
-    )
+    p = _one(BASE + "  - {from: /name, call: no_such_fn, to: /notes, derived: true}\n", "spec.unknown_function")
     assert (p.spec_at.file, p.spec_at.line, p.spec_at.column) == ("toy.yaml", NEXT_LINE, 5)
     assert p.pointer == "/rules/6"
 
@@ -151,9 +149,7 @@ def test_a_nested_copy_of_the_same_data_is_not_an_overlap():
 )
 def test_a_required_storyline_key_no_row_writes(drop, missing):
     problems = [p for p in _lint(BASE.replace(drop, "")) if p.code == "lint.required_target"]
-    assert any(p.message.startswith(f"Storyline requires {missing},") for p in problems), [
-        p.message for p in problems
-    ]
+    assert any(p.message.startswith(f"Storyline requires {missing},") for p in problems), [p.message for p in problems]
 
 
 def test_required_keys_of_objects_the_spec_writes_into():
@@ -165,9 +161,7 @@ def test_required_keys_of_objects_the_spec_writes_into():
     )
     text = calls + '  - {from: "/items/{i}/calls/{c}/id", to: "/turns/{t}/tool_calls/{c}/tcid"}\n'
     messages = [p.message for p in _lint(text) if p.code == "lint.required_target"]
-    assert any("tool_calls/{*}/fn" in m for m in messages) and any(
-        "tool_calls/{*}/args" in m for m in messages
-    )
+    assert any("tool_calls/{*}/fn" in m for m in messages) and any("tool_calls/{*}/args" in m for m in messages)
 
 
 # --- rows that can never fire ---------------------------------------------------------------
@@ -193,9 +187,7 @@ def test_a_source_repeated_in_a_first_of_chain():
 
 def test_a_first_of_source_shadowed_by_an_always_present_one():
     # ATIF's input schema requires /agent/name as a string: /notes is never chosen.
-    text = "input_schema: atif-v1.7\n" + BASE.replace(
-        "[items, name, bot]", "[items, name, bot, agent, notes]"
-    )
+    text = "input_schema: atif-v1.7\n" + BASE.replace("[items, name, bot]", "[items, name, bot, agent, notes]")
     p = _one(
         text + "  - {first_of: [/agent/name, /notes], to: /trajectory, derived: true}\n",
         "lint.unreachable_row",
@@ -219,9 +211,7 @@ def test_a_row_repeating_an_earlier_one():
 
 
 def test_a_call_row_that_is_not_derived():
-    p = _one(
-        BASE + '  - {call: int_ms, args: ["/items/{i}/ms"], to: "/turns/{t}/latency_ms"}\n', "lint.no_reverse"
-    )
+    p = _one(BASE + '  - {call: int_ms, args: ["/items/{i}/ms"], to: "/turns/{t}/latency_ms"}\n', "lint.no_reverse")
     assert "mark it derived" in p.message
     fixed = BASE + '  - {call: int_ms, args: ["/items/{i}/ms"], to: "/turns/{t}/latency_ms", derived: true}\n'
     assert "lint.no_reverse" not in _codes(fixed.replace("[id, who, text]", "[id, who, text, ms]"))
@@ -229,9 +219,7 @@ def test_a_call_row_that_is_not_derived():
 
 def test_a_converting_copy_without_reverse_call():
     text = BASE.replace("[id, who, text]", "[id, who, text, ms]")
-    p = _one(
-        text + '  - {from: "/items/{i}/ms", call: int_ms, to: "/turns/{t}/latency_ms"}\n', "lint.no_reverse"
-    )
+    p = _one(text + '  - {from: "/items/{i}/ms", call: int_ms, to: "/turns/{t}/latency_ms"}\n', "lint.no_reverse")
     assert "reverse_call" in p.message
 
 
@@ -261,12 +249,8 @@ def test_a_known_key_no_row_reads():
 def test_schema_problems_are_located():
     # spec.py reads `nonempty: "yes"` as true; the schema says it is a boolean.
     text = BASE.replace("[items, name, bot]", "[items, name, bot, alt]")
-    problems = _lint(
-        text + '  - {first_of: [/name, /alt], nonempty: "yes", to: /trajectory, derived: true}\n'
-    )
-    assert [(p.code, p.pointer, p.spec_at.line) for p in problems] == [
-        ("lint.schema", "/rules/6/nonempty", NEXT_LINE)
-    ]
+    problems = _lint(text + '  - {first_of: [/name, /alt], nonempty: "yes", to: /trajectory, derived: true}\n')
+    assert [(p.code, p.pointer, p.spec_at.line) for p in problems] == [("lint.schema", "/rules/6/nonempty", NEXT_LINE)]
 
 
 def test_load_problems_win_over_schema_problems_on_the_same_line():

@@ -49,8 +49,4 @@ def test_resolve_distinguishes_missing_from_null():
 
 def test_array_index():
     assert pointer.is_array_index("0") and pointer.is_array_index("12")
-    assert (
-        not pointer.is_array_index("01")
-        and not pointer.is_array_index("-")
-        and not pointer.is_array_index("+1")
-    )
+    assert not pointer.is_array_index("01") and not pointer.is_array_index("-") and not pointer.is_array_index("+1")

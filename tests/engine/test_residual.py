@@ -202,9 +202,7 @@ def test_recompute_counts_of_nothing_or_malformed_is_empty(unknown_fields):
 
 def test_iter_field_problems_names_each_bad_pointer():
     unknown_fields = {
-        "sources": {
-            "a/b": {"source_document_id": "d", "fields": {"/ok": 1, "x": 2, "/bad~2": 3, "/bad~": 4, "": 5}}
-        }
+        "sources": {"a/b": {"source_document_id": "d", "fields": {"/ok": 1, "x": 2, "/bad~2": 3, "/bad~": 4, "": 5}}}
     }
     problems = list(iter_field_problems(unknown_fields))
     assert [p.code for p in problems] == ["storyline.bad_unknown_pointer"] * 3
@@ -264,7 +262,5 @@ def test_normalize_without_a_tree_is_identity(tokens):
 @given(st.dictionaries(texts, json_values, max_size=5))
 def test_unknown_size_matches_the_definition(fields):
     unknown_fields = {"sources": {"s": {"source_document_id": "id", "fields": fields}}}
-    expected = 2 + sum(
-        len(k.encode("utf-8", "surrogatepass")) + len(orjson.dumps(v)) for k, v in fields.items()
-    )
+    expected = 2 + sum(len(k.encode("utf-8", "surrogatepass")) + len(orjson.dumps(v)) for k, v in fields.items())
     assert unknown_size(unknown_fields) == (len(fields), expected)

@@ -66,11 +66,7 @@ def with_(*edits: tuple[str, Any]) -> dict[str, Any]:
 
 DELETE = object()
 
-FIELDS = {
-    "sources": {
-        "atif": {"source_document_id": "h", "fields": {"/steps/0/vendor": 1, "/steps/1/vendor": None}}
-    }
-}
+FIELDS = {"sources": {"atif": {"source_document_id": "h", "fields": {"/steps/0/vendor": 1, "/steps/1/vendor": None}}}}
 
 
 def test_base_document_is_valid():
@@ -82,9 +78,7 @@ def test_base_document_is_valid():
     [
         pytest.param(with_(("/turns/0/id", -5), ("/turns/1/id", -7)), id="R-TID negative, unsorted ids"),
         pytest.param(with_(("/turns/0/ts", "2026-01-01 00:00:00+00:00")), id="R-TS space separator"),
-        pytest.param(
-            with_(("/turns/0/ts", "2026-01-01t00:00:00.1234567891z")), id="R-TS lowercase, 10 digits"
-        ),
+        pytest.param(with_(("/turns/0/ts", "2026-01-01t00:00:00.1234567891z")), id="R-TS lowercase, 10 digits"),
         pytest.param(with_(("/turns/0/ts", 0)), id="R-TS epoch 0"),
         pytest.param(with_(("/turns/0/ts", -1.25)), id="R-TS negative epoch"),
         pytest.param(with_(("/turns/0/ts", None)), id="R-TS null is absent"),
@@ -93,21 +87,15 @@ def test_base_document_is_valid():
         pytest.param(with_(("/task", {"result": {"correct": False}})), id="R-TASK result false"),
         pytest.param(with_(("/task", {"result": {"retry_count": 0}})), id="R-TASK result extra key"),
         pytest.param(with_(("/task", {"env": {"state": {"k": None}}})), id="R-TASK env state"),
-        pytest.param(
-            with_(("/task", {"env": {}, "llm": None, "result": {"score": 1}})), id="R-TASK one part"
-        ),
+        pytest.param(with_(("/task", {"env": {}, "llm": None, "result": {"score": 1}})), id="R-TASK one part"),
         pytest.param(with_(("/task", DELETE), ("/prompt", DELETE)), id="no task, no prompt"),
         pytest.param(with_(("/prompt", {"system": None, "user": "u"})), id="R-P document user only"),
         pytest.param(with_(("/turns/0/prompt", {"user": "u"})), id="R-P turn non-empty"),
         pytest.param(with_(("/turns/0/prompt", {"system": "", "user": ""})), id="R-P turn explicit clear"),
         pytest.param(with_(("/turns/0/prompt", {"system": "s", "user": ""})), id="R-P turn one empty key"),
         pytest.param(with_(("/turns/0/copied", True)), id="R-P copied without prompt"),
-        pytest.param(
-            with_(("/turns/0/copied", True), ("/turns/0/prompt", None)), id="R-P copied, prompt null"
-        ),
-        pytest.param(
-            with_(("/turns/0/copied", False), ("/turns/0/prompt", {"user": "u"})), id="R-P copied false"
-        ),
+        pytest.param(with_(("/turns/0/copied", True), ("/turns/0/prompt", None)), id="R-P copied, prompt null"),
+        pytest.param(with_(("/turns/0/copied", False), ("/turns/0/prompt", {"user": "u"})), id="R-P copied false"),
         pytest.param(
             with_(("/unknown_fields", FIELDS), ("/unknown_key_counts", {"atif": {"/steps/*/vendor": 2}})),
             id="R-UKC matching counts",
@@ -151,9 +139,7 @@ def test_accepts(doc):
             [("storyline.unsupported_version", "/schema_version")],
             id="R-V1 unsupported version stops the checks",
         ),
-        pytest.param(
-            with_(("/turns/2/id", 1)), [("storyline.duplicate_turn_id", "/turns/2/id")], id="R-TID duplicate"
-        ),
+        pytest.param(with_(("/turns/2/id", 1)), [("storyline.duplicate_turn_id", "/turns/2/id")], id="R-TID duplicate"),
         pytest.param(
             with_(("/turns/2/tool_calls/0/tcid", "c1")),
             [("storyline.duplicate_tcid", "/turns/2/tool_calls/0/tcid")],
@@ -169,12 +155,8 @@ def test_accepts(doc):
             [("storyline.bad_timestamp", "/turns/0/ts")],
             id="R-TS missing offset",
         ),
-        pytest.param(
-            with_(("/turns/0/ts", "")), [("storyline.bad_timestamp", "/turns/0/ts")], id="R-TS empty string"
-        ),
-        pytest.param(
-            with_(("/turns/0/ts", 1e-10)), [("storyline.bad_timestamp", "/turns/0/ts")], id="R-TS 1e-10"
-        ),
+        pytest.param(with_(("/turns/0/ts", "")), [("storyline.bad_timestamp", "/turns/0/ts")], id="R-TS empty string"),
+        pytest.param(with_(("/turns/0/ts", 1e-10)), [("storyline.bad_timestamp", "/turns/0/ts")], id="R-TS 1e-10"),
         pytest.param(
             with_(("/turns/0/ts", 10_000_000_000)),
             [("storyline.bad_timestamp", "/turns/0/ts")],
@@ -233,9 +215,7 @@ def test_accepts(doc):
             [("storyline.empty_prompt", "/prompt")],
             id="R-P document explicit clear",
         ),
-        pytest.param(
-            with_(("/turns/0/prompt", {})), [("storyline.empty_prompt", "/turns/0/prompt")], id="R-P turn {}"
-        ),
+        pytest.param(with_(("/turns/0/prompt", {})), [("storyline.empty_prompt", "/turns/0/prompt")], id="R-P turn {}"),
         pytest.param(
             with_(("/turns/0/prompt", {"system": ""})),
             [("storyline.empty_prompt", "/turns/0/prompt")],
@@ -288,14 +268,10 @@ def test_rejects(doc, expected):
         pytest.param([("/task", {"env": "e"})], id="task env string"),
         pytest.param([("/task", {"env": {"state": []}})], id="task env state array"),
         pytest.param([("/task", {"llm": 3})], id="task llm number"),
-        pytest.param(
-            [("/unknown_fields", "u"), ("/unknown_key_counts", {"a": {"/x": 1}})], id="fields string"
-        ),
+        pytest.param([("/unknown_fields", "u"), ("/unknown_key_counts", {"a": {"/x": 1}})], id="fields string"),
         pytest.param([("/unknown_fields", {"sources": {"a": {"fields": []}}})], id="fields array"),
         pytest.param([("/unknown_fields", FIELDS), ("/unknown_key_counts", [])], id="counts array"),
-        pytest.param(
-            [("/unknown_fields", FIELDS), ("/unknown_key_counts", {"atif": 2})], id="counts entry number"
-        ),
+        pytest.param([("/unknown_fields", FIELDS), ("/unknown_key_counts", {"atif": 2})], id="counts entry number"),
         pytest.param(
             [("/unknown_fields", FIELDS), ("/unknown_key_counts", {"atif": {"/steps/*/vendor": 2.0}})],
             id="count float",
@@ -401,16 +377,12 @@ def test_messages_say_what_was_expected_and_where_the_first_use_is():
 )
 def test_count_mismatch_message_names_the_first_difference(counts, phrase):
     [message] = messages(with_(("/unknown_fields", FIELDS), ("/unknown_key_counts", counts)))
-    assert message.startswith(
-        "expected unknown_key_counts to equal the counts recomputed from unknown_fields"
-    )
+    assert message.startswith("expected unknown_key_counts to equal the counts recomputed from unknown_fields")
     assert phrase in message
 
 
 def test_counts_follow_the_trees_given():
-    fields = {
-        "sources": {"atif": {"source_document_id": "h", "fields": {"/subagent_trajectories/0/steps/3/v": 1}}}
-    }
+    fields = {"sources": {"atif": {"source_document_id": "h", "fields": {"/subagent_trajectories/0/steps/3/v": 1}}}}
     normalized = with_(
         ("/unknown_fields", fields),
         ("/unknown_key_counts", {"atif": {"/subagent_trajectories/*/steps/*/v": 1}}),

@@ -67,9 +67,7 @@ def _owned_objects(schema: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]
             yield name, sub
 
 
-@pytest.mark.parametrize(
-    ("name", "sub"), list(_owned_objects(SCHEMA)), ids=lambda x: x if type(x) is str else ""
-)
+@pytest.mark.parametrize(("name", "sub"), list(_owned_objects(SCHEMA)), ids=lambda x: x if type(x) is str else "")
 def test_owned_objects_refuse_undeclared_keys(name: str, sub: dict[str, Any]) -> None:
     # task.result is the one open object: its extra keys are flattened there (decision 2).
     assert sub["additionalProperties"] is (name == "result")
@@ -348,9 +346,7 @@ def test_messages_say_what_was_expected() -> None:
     doc["task"]["llm"]["k"] = 0
     messages = {p.pointer: p.message for p in COMPILED.iter_problems(doc)}
     assert messages[""] == "missing required key 'session'"
-    assert messages["/session_id"].startswith(
-        "undeclared key 'session_id' (allowed: schema_version, origin, "
-    )
+    assert messages["/session_id"].startswith("undeclared key 'session_id' (allowed: schema_version, origin, ")
     assert messages["/turns/0/id"] == "expected integer, got number"
     assert messages["/turns/1/tool_calls/0/response"] == (
         "expected at least one of: a non-null 'status'; a non-null 'exit_code'"
@@ -487,9 +483,7 @@ def _mutations(doc: dict[str, Any]) -> list[Mutation]:
 def test_mutated_documents_agree_and_report_the_mutation(doc: dict[str, Any], data: st.DataObject) -> None:
     mutations = _mutations(doc)
     count = data.draw(st.integers(1, 3), label="how many")
-    chosen = data.draw(
-        st.lists(st.sampled_from(mutations), min_size=count, max_size=count), label="mutations"
-    )
+    chosen = data.draw(st.lists(st.sampled_from(mutations), min_size=count, max_size=count), label="mutations")
     mutated = copy.deepcopy(doc)
     for _, path, key, value, _ in chosen:
         obj = pointer.resolve(mutated, tuple(str(t) for t in path))
@@ -501,9 +495,7 @@ def test_mutated_documents_agree_and_report_the_mutation(doc: dict[str, Any], da
             obj[key] = value
     found = agree(mutated)
     # Later mutations may undo or hide earlier ones: expect only what still stands.
-    expected = {
-        problem for _, path, key, value, problem in chosen if _stands(mutated, path, key, value, problem)
-    }
+    expected = {problem for _, path, key, value, problem in chosen if _stands(mutated, path, key, value, problem)}
     assert expected <= found
 
 
@@ -601,9 +593,7 @@ def test_a_deep_schema_is_split_into_functions() -> None:
 )
 def test_a_false_member_schema_points_at_the_member(schema: dict[str, Any], doc: Any, at: str) -> None:
     # jsonschema 4.26 leaves the member's own token off the path here; mapc does not.
-    assert [(p.code, p.pointer) for p in compile_schema(schema, "false").iter_problems(doc)] == [
-        ("schema.false", at)
-    ]
+    assert [(p.code, p.pointer) for p in compile_schema(schema, "false").iter_problems(doc)] == [("schema.false", at)]
 
 
 NAMES = ("a", "b", "", "~01", "/")
@@ -634,17 +624,13 @@ def schemas() -> st.SearchStrategy[Any]:
         st.just({}),
         st.builds(
             lambda t: {"type": t},
-            st.one_of(
-                st.sampled_from(TYPES), st.lists(st.sampled_from(TYPES), min_size=1, max_size=3, unique=True)
-            ),
+            st.one_of(st.sampled_from(TYPES), st.lists(st.sampled_from(TYPES), min_size=1, max_size=3, unique=True)),
         ),
         st.builds(lambda c: {"const": c}, st.one_of(SCALARS, st.lists(SCALARS, max_size=2))),
         st.builds(lambda e: {"enum": e}, st.lists(SCALARS, max_size=3)),
         st.builds(
             lambda k, n: {k: n},
-            st.sampled_from(
-                ["minLength", "maxLength", "minProperties", "maxProperties", "minItems", "maxItems"]
-            ),
+            st.sampled_from(["minLength", "maxLength", "minProperties", "maxProperties", "minItems", "maxItems"]),
             counts,
         ),
         st.builds(
@@ -661,9 +647,7 @@ def schemas() -> st.SearchStrategy[Any]:
         # test_a_false_member_schema_points_at_the_member), so the oracle only sees wrapped ones.
         member = inner.map(lambda sub: {"not": {}} if sub is False else sub)
         return st.one_of(
-            st.builds(
-                lambda p: {"properties": p}, st.dictionaries(st.sampled_from(NAMES), member, max_size=3)
-            ),
+            st.builds(lambda p: {"properties": p}, st.dictionaries(st.sampled_from(NAMES), member, max_size=3)),
             st.builds(
                 lambda p, a: {"properties": p, "additionalProperties": a},
                 st.dictionaries(st.sampled_from(NAMES), member, max_size=2),
@@ -706,9 +690,7 @@ def instances() -> st.SearchStrategy[Any]:
 
 @settings(max_examples=300, deadline=None)
 @given(schemas(), st.lists(instances(), min_size=1, max_size=4))
-def test_the_compiler_agrees_with_jsonschema_on_any_schema_in_its_subset(
-    schema: Any, docs: list[Any]
-) -> None:
+def test_the_compiler_agrees_with_jsonschema_on_any_schema_in_its_subset(schema: Any, docs: list[Any]) -> None:
     Draft202012Validator.check_schema(schema)
     compiled, reference = compile_schema(schema, "random"), reference_for(schema)
     for doc in docs:

@@ -413,9 +413,7 @@ EDGY = st.one_of(JSON, st.sampled_from([None, "", {}, [], "spawn", {"system": ""
 
 
 @st.composite
-def owned(
-    draw: st.DrawFn, fields: dict[str, st.SearchStrategy[Any]], always: tuple[str, ...] = ()
-) -> dict[str, Any]:
+def owned(draw: st.DrawFn, fields: dict[str, st.SearchStrategy[Any]], always: tuple[str, ...] = ()) -> dict[str, Any]:
     """An owned object: `always` and some other known keys, maybe unknown ones, in a random order."""
     keys = draw(st.lists(st.sampled_from(sorted(fields)), unique=True, min_size=len(fields) // 4))
     keys += [k for k in always if k not in keys]
@@ -436,9 +434,7 @@ TURN_S = owned(
     _fields(TURN, tool_calls=st.lists(TOOL_CALL_S, max_size=2), env=ENV_S, prompt=PROMPT_S),
     always=("id", "src", "msg"),
 )
-UNKNOWN_S = owned(
-    {"sources": st.dictionaries(TEXT, owned(_fields(["source_document_id", "fields"])), max_size=2)}
-)
+UNKNOWN_S = owned({"sources": st.dictionaries(TEXT, owned(_fields(["source_document_id", "fields"])), max_size=2)})
 TASK_S = owned(
     {
         "env": ENV_S,

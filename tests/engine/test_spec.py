@@ -44,7 +44,7 @@ def test_a_valid_spec_compiles_to_scopes():
 
 
 def test_unknown_function_is_located_at_its_rule():
-    (p,) = _problems(BASE + '  - {from: /name, call: no_such_fn, to: /trajectory}\n')
+    (p,) = _problems(BASE + "  - {from: /name, call: no_such_fn, to: /trajectory}\n")
     assert p.code == "spec.unknown_function"
     assert (p.spec_at.file, p.spec_at.line, p.spec_at.rule) == ("toy.yaml", 13, "rules[4]")
     assert "int_ms" in p.message  # lists what is registered

@@ -96,9 +96,7 @@ rules:
     assert rows[("/name",)] == ("/session",)
     assert rows[("/meta/name",)] == ("/session", "/extra/name")  # also reached through the whole copy
     assert rows[("/items/{i}/ms",)] == ("/turns/{t}/latency_ms",)
-    assert rows[("/{unmapped-root}", "/items/{i}/{unmapped-item}")] == (
-        "/unknown_fields/sources/toy/fields/{E(P)}",
-    )
+    assert rows[("/{unmapped-root}", "/items/{i}/{unmapped-item}")] == ("/unknown_fields/sources/toy/fields/{E(P)}",)
     assert constants(spec) == [("/schema_version", "storyline/v1")]
     text = markdown(spec)
     assert text.startswith("| Toy pointer | Storyline pointer(s) |\n|---|---|\n")

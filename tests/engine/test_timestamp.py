@@ -177,9 +177,7 @@ EPOCH_REJECTED = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("value", "fragment"), [c[:2] for c in EPOCH_REJECTED], ids=[c[2] for c in EPOCH_REJECTED]
-)
+@pytest.mark.parametrize(("value", "fragment"), [c[:2] for c in EPOCH_REJECTED], ids=[c[2] for c in EPOCH_REJECTED])
 def test_epoch_to_ns_rejects(value: int | float, fragment: str) -> None:
     with pytest.raises(TimestampError, match=re.escape(fragment)):
         epoch_to_ns(value)

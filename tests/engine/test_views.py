@@ -21,14 +21,10 @@ CALL = {"tcid": "c", "fn": "f", "args": None, "kind": "autonomous"}
         pytest.param({"src": "agent", "tool_calls": []}, "dialogue", id="agent with tool_calls []"),
         pytest.param({"src": "agent", "tool_calls": None}, "dialogue", id="agent with tool_calls null"),
         pytest.param({"src": "tool"}, "dialogue", id="src tool"),
-        pytest.param(
-            {"src": "environment", "tool_calls": [CALL]}, "dialogue", id="src environment with tools"
-        ),
+        pytest.param({"src": "environment", "tool_calls": [CALL]}, "dialogue", id="src environment with tools"),
         pytest.param({"src": "user", "tool_calls": [CALL]}, "dialogue", id="user with tools"),
         pytest.param({"src": "user", "kind": "llm.request"}, "llm.request", id="explicit kind wins"),
-        pytest.param(
-            {"src": "agent", "kind": "dialogue", "tool_calls": [CALL]}, "dialogue", id="explicit over tools"
-        ),
+        pytest.param({"src": "agent", "kind": "dialogue", "tool_calls": [CALL]}, "dialogue", id="explicit over tools"),
         pytest.param({"src": "system", "kind": None}, "internal", id="null kind is absent"),
         pytest.param(
             {"src": "agent", "tool_calls": [{"tcid": "c", "fn": "f", "args": 1, "kind": "x"}], "kind": "k"},
@@ -59,9 +55,7 @@ def story(task_env: Any = None, prompt: Any = None, *turns: dict[str, Any]) -> d
     ("task_env", "turn_env", "expected"),
     [
         pytest.param(None, None, None, id="neither"),
-        pytest.param(
-            {"name": "n", "state": {"a": 1}}, None, {"name": "n", "state": {"a": 1}}, id="task only"
-        ),
+        pytest.param({"name": "n", "state": {"a": 1}}, None, {"name": "n", "state": {"a": 1}}, id="task only"),
         pytest.param(None, {"id": "r1"}, {"id": "r1"}, id="turn only"),
         pytest.param(
             {"name": "n", "endpoint": "e1"},
@@ -76,9 +70,7 @@ def story(task_env: Any = None, prompt: Any = None, *turns: dict[str, Any]) -> d
             {"state": {"a": 1, "b": {"y": 2}, "c": 3}},
             id="state merged key by key, shallow",
         ),
-        pytest.param(
-            {"state": {"a": 1}}, {"state": {"a": None}}, {"state": {"a": None}}, id="state null value kept"
-        ),
+        pytest.param({"state": {"a": 1}}, {"state": {"a": None}}, {"state": {"a": None}}, id="state null value kept"),
         pytest.param({"state": {}}, {}, None, id="empty state left out"),
         pytest.param(
             {"name": "n", "event_type": "e", "id": "i"},
@@ -137,9 +129,7 @@ def test_merge_env_is_overlay_wins(base, overlay):
         assert merged.get(key) == overlay.get(key, base.get(key))
     assert merged.get("state", {}) == {**base.get("state", {}), **overlay.get("state", {})}
     assert merge_env(base, None) == merge_env(base, {})
-    assert merge_env(merged or None, overlay) == (
-        merged or None
-    )  # applying the overlay again changes nothing
+    assert merge_env(merged or None, overlay) == (merged or None)  # applying the overlay again changes nothing
 
 
 @pytest.mark.parametrize(
@@ -150,13 +140,9 @@ def test_merge_env_is_overlay_wins(base, overlay):
         pytest.param(
             {"system": "s", "user": "u"}, {"user": "v"}, {"system": "", "user": "v"}, id="turn replaces whole"
         ),
-        pytest.param(
-            {"system": "s"}, {"system": "", "user": ""}, {"system": "", "user": ""}, id="explicit clear"
-        ),
+        pytest.param({"system": "s"}, {"system": "", "user": ""}, {"system": "", "user": ""}, id="explicit clear"),
         pytest.param(None, {"system": "t"}, {"system": "t", "user": ""}, id="turn without document"),
-        pytest.param(
-            {"user": "u"}, {"system": None, "user": "w"}, {"system": "", "user": "w"}, id="null is absent"
-        ),
+        pytest.param({"user": "u"}, {"system": None, "user": "w"}, {"system": "", "user": "w"}, id="null is absent"),
     ],
 )
 def test_effective_prompt(doc_prompt, turn_prompt, expected):

@@ -295,9 +295,7 @@ def _documents(draw: st.DrawFn, prefix: str, max_depth: int, max_steps: int) -> 
     return _trajectory(draw, _Ids(prefix), max_depth, top=True, max_steps=max_steps)
 
 
-def atif_documents(
-    prefix: str = "", max_depth: int = 2, max_steps: int = 2
-) -> st.SearchStrategy[dict[str, Any]]:
+def atif_documents(prefix: str = "", max_depth: int = 2, max_steps: int = 2) -> st.SearchStrategy[dict[str, Any]]:
     """A valid top-level ATIF trajectory, with subagents nested up to `max_depth` levels.
 
     Identities start with `prefix`, so documents drawn with different prefixes can share a file.
@@ -308,9 +306,7 @@ def atif_documents(
 def atif_containers(max_size: int = 3) -> st.SearchStrategy[list[dict[str, Any]]]:
     """1–`max_size` valid trajectories with distinct identities, for array and JSONL files."""
     return st.integers(1, max_size).flatmap(
-        lambda n: st.tuples(
-            *(atif_documents(prefix=f"e{i}-", max_depth=1, max_steps=2) for i in range(n))
-        ).map(list)
+        lambda n: st.tuples(*(atif_documents(prefix=f"e{i}-", max_depth=1, max_steps=2) for i in range(n))).map(list)
     )
 
 
@@ -335,9 +331,7 @@ def _step_without_nulls(step: Any) -> Any:
         return step
     out = _drop(step, STEP_OPTIONAL)
     if type(out.get("tool_calls")) is list:
-        out["tool_calls"] = [
-            _drop(c, TOOL_CALL_OPTIONAL) if type(c) is dict else c for c in out["tool_calls"]
-        ]
+        out["tool_calls"] = [_drop(c, TOOL_CALL_OPTIONAL) if type(c) is dict else c for c in out["tool_calls"]]
     return out
 
 

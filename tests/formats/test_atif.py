@@ -220,9 +220,7 @@ def test_child_session_id_survives_an_unknown_key_in_the_child() -> None:
 
 def test_child_session_id_survives_an_unknown_key_in_the_child_agent() -> None:
     doc = atif(
-        subagent_trajectories=[
-            child("c1", session_id="child-session", agent={"name": "a", "version": "1", "x": None})
-        ]
+        subagent_trajectories=[child("c1", session_id="child-session", agent={"name": "a", "version": "1", "x": None})]
     )
     assert json_equal(roundtrip(doc), doc)
 
@@ -484,9 +482,7 @@ KINDS = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("source", "calls", "expected"), [pytest.param(s, c, e, id=i) for i, s, c, e in KINDS]
-)
+@pytest.mark.parametrize(("source", "calls", "expected"), [pytest.param(s, c, e, id=i) for i, s, c, e in KINDS])
 def test_kind_is_written_only_where_a_reader_would_not_assume_it(
     source: str, calls: list[Any] | None, expected: Any
 ) -> None:
@@ -514,9 +510,7 @@ def test_child_session_is_own_session_id_then_own_trajectory_id() -> None:
     # Decision 3 of REFERENCE.md: RFC order session_id → trajectory_id → parent's session (not
     # the reference code's "parent's session before own trajectory_id").  A child must have a
     # non-empty trajectory_id (reject rule 2), so the parent's session is never reached.
-    stories = forward(
-        atif(session_id="root-s", subagent_trajectories=[child("c1"), child("c2", session_id="own")])
-    )
+    stories = forward(atif(session_id="root-s", subagent_trajectories=[child("c1"), child("c2", session_id="own")]))
     assert [s["session"] for s in stories] == ["root-s", "c1", "own"]
 
 
@@ -579,9 +573,7 @@ UNKNOWNS = [
 @pytest.mark.parametrize(
     ("where", "key", "value", "stored"), [pytest.param(w, k, v, p, id=i) for i, w, k, v, p in UNKNOWNS]
 )
-def test_unknown_key_is_stored_under_its_escaped_source_pointer(
-    where: str, key: str, value: Any, stored: str
-) -> None:
+def test_unknown_key_is_stored_under_its_escaped_source_pointer(where: str, key: str, value: Any, stored: str) -> None:
     doc = _put(BASE_WITH_EVERYTHING, where, key, value)
     story = _story(doc)
     fields = story["unknown_fields"]["sources"]["atif"]["fields"]
@@ -624,9 +616,7 @@ def test_child_unknowns_live_on_the_child_with_top_level_pointers() -> None:
     assert fields("c0") is None
     assert fields("c1") == {"/subagent_trajectories/1/y": 1, "/subagent_trajectories/1/steps/0/z": 2}
     assert fields("g") == {"/subagent_trajectories/1/subagent_trajectories/0/w": 3}
-    ids = {
-        s["unknown_fields"]["sources"]["atif"]["source_document_id"] for s in stories if "unknown_fields" in s
-    }
+    ids = {s["unknown_fields"]["sources"]["atif"]["source_document_id"] for s in stories if "unknown_fields" in s}
     assert ids == {canonical.document_id(doc)}  # every node hashes the top-level document
     assert json_equal(roundtrip(doc), doc)
 
@@ -634,9 +624,7 @@ def test_child_unknowns_live_on_the_child_with_top_level_pointers() -> None:
 def test_unknown_key_counts_are_normalized() -> None:
     doc = atif(
         steps=[
-            step(
-                1, vendor=1, tool_calls=[call("a", v=1), call("b", v=2)], observation={"results": [], "o": 1}
-            ),
+            step(1, vendor=1, tool_calls=[call("a", v=1), call("b", v=2)], observation={"results": [], "o": 1}),
             step(2, vendor=2, **{"0": "zero"}),
         ],
         subagent_trajectories=[child("c", steps=[step(1, vendor=3), step(2, vendor=4)])],
@@ -804,9 +792,7 @@ def test_timestamp_on_export_is_rfc3339_text(ts: Any, timestamp: str) -> None:
     ],
     ids=["session only", "session and trajectory", "session derivable from trajectory"],
 )
-def test_session_id_written_when_not_derivable(
-    fields: dict[str, Any], session_id: Any, trajectory_id: Any
-) -> None:
+def test_session_id_written_when_not_derivable(fields: dict[str, Any], session_id: Any, trajectory_id: Any) -> None:
     doc = _export(**fields)
     assert doc.get("session_id", MISSING) == session_id
     assert doc.get("trajectory_id", MISSING) == trajectory_id
@@ -840,9 +826,7 @@ def test_export_fields_of_a_turn() -> None:
         "is_copied_context": False,
         "extra": {"e": 1},
         "observation": {"results": ["ok"]},
-        "tool_calls": [
-            {"tool_call_id": "c", "function_name": "f", "arguments": None, "result": 3, "extra": {"x": 1}}
-        ],
+        "tool_calls": [{"tool_call_id": "c", "function_name": "f", "arguments": None, "result": 3, "extra": {"x": 1}}],
     }
 
 
@@ -1087,11 +1071,7 @@ REJECTS = [
     ),
     (
         "missing required key in a child",
-        atif(
-            subagent_trajectories=[
-                {"trajectory_id": "c", "agent": {"name": "a", "version": "1"}, "steps": []}
-            ]
-        ),
+        atif(subagent_trajectories=[{"trajectory_id": "c", "agent": {"name": "a", "version": "1"}, "steps": []}]),
         [("schema.required", "/subagent_trajectories/0")],
     ),
     # wrong shapes
@@ -1160,9 +1140,7 @@ def test_accepted(doc: dict[str, Any]) -> None:
     ],
     ids=["empty source", "empty function_name", "empty schema_version"],
 )
-def test_input_that_makes_an_invalid_storyline_is_rejected(
-    doc: dict[str, Any], storyline_pointer: str
-) -> None:
+def test_input_that_makes_an_invalid_storyline_is_rejected(doc: dict[str, Any], storyline_pointer: str) -> None:
     with pytest.raises(MapcError) as info:
         forward(doc)
     (problem,) = info.value.problems

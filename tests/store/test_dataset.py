@@ -136,9 +136,7 @@ def test_duplicate_of_a_stored_document_writes_nothing(tmp_path):
     put(root, story("s1"))
     before = {name: latest(root, name).version for name in dataset.TABLES}
     with pytest.raises(dataset.LocatedError) as err:
-        dataset.store(
-            root, [(Source("new.json", "/0"), story("s2")), (Source("new.json", "/1"), story("s1"))]
-        )
+        dataset.store(root, [(Source("new.json", "/0"), story("s2")), (Source("new.json", "/1"), story("s1"))])
     [(file, problem)] = err.value.located
     assert (file, problem.pointer, problem.code) == ("new.json", "/1", "store.duplicate_document_id")
     assert "already stored" in problem.message
@@ -234,10 +232,7 @@ WORKER = textwrap.dedent(
 
 def test_two_processes_appending_at_once_lose_no_rows(tmp_path):
     root, go, n = tmp_path / "ds", tmp_path / "go", 6
-    procs = [
-        subprocess.Popen([sys.executable, "-c", WORKER, str(root), tag, str(n), str(go)])
-        for tag in ("a", "b")
-    ]
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(root), tag, str(n), str(go)]) for tag in ("a", "b")]
     try:
         for tag in ("a", "b"):
             for _ in range(6000):
@@ -395,9 +390,7 @@ def test_rows_without_a_run_break_the_foreign_keys(good):
     "change",
     [
         pytest.param(lambda t: t.drop_columns(["results_json"]), id="missing column"),
-        pytest.param(
-            lambda t: t.cast(pa.schema([f.with_nullable(True) for f in t.schema])), id="nullable column"
-        ),
+        pytest.param(lambda t: t.cast(pa.schema([f.with_nullable(True) for f in t.schema])), id="nullable column"),
         pytest.param(lambda t: t.append_column("more", pa.array([1, 2], pa.int64())), id="extra column"),
     ],
 )
@@ -409,9 +402,7 @@ def test_a_table_with_another_schema_fails_closed(good, change):
 
 
 def test_current_hides_direct_writes_until_it_names_them(good):
-    lance.write_dataset(
-        latest(good, "steps").to_table().slice(0, 1), str(good / "steps.lance"), mode="overwrite"
-    )
+    lance.write_dataset(latest(good, "steps").to_table().slice(0, 1), str(good / "steps.lance"), mode="overwrite")
     assert same(dataset.read(good), [story("s1", trajectory="t1")])
 
 

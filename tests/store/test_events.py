@@ -31,17 +31,13 @@ def request(seq: int, call_id: str, text: str, **fields: Any) -> dict[str, Any]:
         "messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": text}],
     }
     fields.setdefault("session_id", "sess")
-    return ev(
-        seq, "http.request", {"http": {"method": "POST", "request_body": body}}, call_id=call_id, **fields
-    )
+    return ev(seq, "http.request", {"http": {"method": "POST", "request_body": body}}, call_id=call_id, **fields)
 
 
 def response(seq: int, call_id: str, text: str, **fields: Any) -> dict[str, Any]:
     body = {"choices": [{"message": {"role": "assistant", "content": text}}], "usage": {"total_tokens": seq}}
     fields.setdefault("session_id", "sess")
-    return ev(
-        seq, "http.response", {"http": {"status": 200, "response_body": body}}, call_id=call_id, **fields
-    )
+    return ev(seq, "http.response", {"http": {"status": 200, "response_body": body}}, call_id=call_id, **fields)
 
 
 def codes(records: Any) -> list[tuple[str, str]]:
@@ -153,10 +149,7 @@ def test_physical_session_and_agent_columns_win(tmp_path):
     rewrite(path, "agent_id", None)
     [record] = events.read_records(path)
     assert record["session_id"] == "routed" and "agent_id" not in record
-    assert (
-        orjson.loads(lance.dataset(str(path)).to_table().column("payload_json")[0].as_py())["agent_id"]
-        == "claimed"
-    )
+    assert orjson.loads(lance.dataset(str(path)).to_table().column("payload_json")[0].as_py())["agent_id"] == "claimed"
 
 
 @pytest.mark.parametrize(
@@ -222,9 +215,7 @@ def test_rule_user_and_assistant_text_from_wire_bodies_first():
     resp["payload"]["assistant_content"] = "summary answer"
     story = events.project_records([req, resp])
     assert [t["msg"] for t in story["turns"]] == ["from the wire", "wire answer"]
-    assert (
-        story["turns"][1]["extra"]["request_messages"] == req["payload"]["http"]["request_body"]["messages"]
-    )
+    assert story["turns"][1]["extra"]["request_messages"] == req["payload"]["http"]["request_body"]["messages"]
 
 
 def test_rule_summaries_are_the_fallback():
@@ -262,12 +253,8 @@ def test_rule_assistant_text_shapes(payload, text):
 
 def test_rule_one_turn_when_only_one_text_exists():
     only_request = events.project_records([request(0, "c", "just asking")])
-    assert [(t["src"], t["kind"], t["msg"]) for t in only_request["turns"]] == [
-        ("user", "llm.request", "just asking")
-    ]
-    nothing = events.project_records(
-        [ev(0, "http.response", {"http": {"status": 500}}, session_id="s", call_id="c")]
-    )
+    assert [(t["src"], t["kind"], t["msg"]) for t in only_request["turns"]] == [("user", "llm.request", "just asking")]
+    nothing = events.project_records([ev(0, "http.response", {"http": {"status": 500}}, session_id="s", call_id="c")])
     [turn] = nothing["turns"]
     assert (turn["src"], turn["kind"], turn["msg"], turn["nllm"]) == ("agent", "llm.response", "", 1)
     assert turn["extra"] == {"call_id": "c", "request_messages": None, "seq": 0}

@@ -192,9 +192,7 @@ def test_turn_ids_out_of_order_are_kept_in_array_order():
 
 
 def test_empty_tool_calls_differs_from_absent():
-    doc = base(
-        turns=[{"id": 1, "src": "agent", "msg": "x", "tool_calls": []}, {"id": 2, "src": "agent", "msg": "y"}]
-    )
+    doc = base(turns=[{"id": 1, "src": "agent", "msg": "x", "tool_calls": []}, {"id": 2, "src": "agent", "msg": "y"}])
     tables = rows.split([doc])
     assert tables.steps.column("had_tool_calls").to_pylist() == [True, False]
     back = round_trip([doc])[0]
