@@ -8,14 +8,16 @@ node or on the children; `unique` compares values within a node, or `across: tre
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from mapc.engine import pointer
+from mapc.engine.functions import lookup
 from mapc.engine.problems import Problem
 from mapc.engine.spec import CheckSpec
-from mapc.engine.template import Var
+from mapc.engine.template import Template, Var
 from mapc.engine.timestamp import TimestampError, parse_rfc3339
-from mapc.engine.values import MISSING, is_empty, json_type
+from mapc.engine.values import MISSING, is_empty, json_equal, json_type
 
 Steps = tuple[Any, ...]  # (parent steps, key): a linked list, flattened only for a message
 
@@ -76,10 +78,84 @@ def _nonempty(check: CheckSpec, node: Any, at: str, find: Find) -> Iterator[Prob
 def _nonempty_any(check: CheckSpec, node: Any, at: str, find: Find) -> Iterator[Problem]:
     for template in check.pointers:
         for _, value in find(node, template.tokens):
-            if type(value) is str and value:
+            if not is_empty(value):
                 return
     names = " or ".join(t.text for t in check.pointers)
-    yield Problem("check.nonempty_any", at, f"expected a non-empty string at {names}", check.at)
+    yield Problem("check.nonempty_any", at, f"expected a non-empty value at {names}", check.at)
+
+
+def _nonblank(check: CheckSpec, node: Any, at: str, find: Find) -> Iterator[Problem]:
+    for steps, value in find(node, check.pointers[0].tokens):
+        if type(value) is str and not value.strip():
+            yield Problem("check.nonblank", _at(at, steps), f"expected text that is not blank, got {value!r}", check.at)
+
+
+def _nonblank_keys(check: CheckSpec, node: Any, at: str, find: Find) -> Iterator[Problem]:
+    for steps, value in find(node, check.pointers[0].tokens):
+        for key in value if type(value) is dict else ():
+            if not key.strip():
+                where = _at(at, steps) + "/" + pointer.escape(key)
+                yield Problem("check.nonblank_key", where, f"expected a key that is not blank, got {key!r}", check.at)
+
+
+def _increasing(check: CheckSpec, node: Any, at: str, find: Find) -> Iterator[Problem]:
+    # Values under one parent (all variables but the last bound alike) must strictly increase.
+    last: dict[Any, Any] = {}
+    for steps, value in find(node, check.pointers[0].tokens):
+        if type(value) not in (int, float):
+            continue
+        group = _group_of(steps, check.pointers[0])
+        before = last.get(group, MISSING)
+        if before is not MISSING and not value > before:
+            message = f"expected a value greater than the previous one ({before}), got {value}"
+            yield Problem("check.increasing", _at(at, steps), message, check.at)
+        last[group] = value
+
+
+def _group_of(steps: Steps, template: Any) -> Any:
+    keys: list[Any] = []
+    while steps:
+        steps, key = steps
+        keys.append(key)
+    keys.reverse()
+    variables = [i for i, t in enumerate(template.tokens) if isinstance(t, Var)]
+    return tuple(keys[i] for i in variables[:-1])
+
+
+def _size_of(check: CheckSpec, node: Any, at: str, find: Find) -> Iterator[Problem]:
+    assert check.other is not None
+    sized = [len(v) for _, v in find(node, check.pointers[0].tokens) if type(v) in (dict, list)]
+    for steps, value in find(node, check.other.tokens):
+        if sized and value != sized[0]:
+            message = f"expected {sized[0]} (the number of entries of {check.pointers[0].text}), got {value!r}"
+            yield Problem("check.size_of", _at(at, steps), message, check.at)
+
+
+def _at_most(check: CheckSpec, node: Any, at: str, find: Find) -> Iterator[Problem]:
+    assert check.other is not None
+    limits = [v for _, v in find(node, check.other.tokens) if type(v) in (int, float)]
+    for steps, value in find(node, check.pointers[0].tokens):
+        if limits and type(value) in (int, float) and value > limits[0]:
+            message = f"expected at most {limits[0]} ({check.other.text}), got {value}"
+            yield Problem("check.at_most", _at(at, steps), message, check.at)
+
+
+def _same_if_both(check: CheckSpec, node: Any, at: str, find: Find) -> Iterator[Problem]:
+    first, second = check.pointers[0], check.pointers[1]
+    by_group = {(*_group_of(s, first), len(first.tokens)): v for s, v in find(node, first.tokens)}
+    for steps, value in find(node, second.tokens):
+        other = by_group.get((*_group_of(steps, second), len(first.tokens)), MISSING)
+        if not is_empty(value) and not is_empty(other) and not json_equal(value, other):
+            message = f"expected the same value as {first.text} when both are non-empty"
+            yield Problem("check.same_if_both", _at(at, steps), message, check.at)
+
+
+def _call(check: CheckSpec, node: Any, at: str, find: Find) -> Iterator[Problem]:
+    function = lookup(check.value)
+    assert function is not None  # compile checked the name
+    for steps, value in find(node, check.pointers[0].tokens):
+        for where, code, message in function.fn(value):
+            yield Problem(f"check.{code}", _at(at, steps) + where, message, check.at)
 
 
 def _minimum(check: CheckSpec, node: Any, at: str, find: Find) -> Iterator[Problem]:
@@ -119,6 +195,13 @@ _BY_KIND: dict[str, Callable[[CheckSpec, Any, str, Find], Iterator[Problem]]] = 
     "nonempty_any": _nonempty_any,
     "minimum": _minimum,
     "timestamp": _timestamp,
+    "nonblank": _nonblank,
+    "nonblank_keys": _nonblank_keys,
+    "increasing": _increasing,
+    "size_of": _size_of,
+    "at_most": _at_most,
+    "same_if_both": _same_if_both,
+    "call": _call,
 }
 
 
@@ -139,10 +222,28 @@ def iter_check_problems(checks: tuple[CheckSpec, ...], doc: Any, children: tuple
         for node, at, top in nodes:
             if (check.documents == "top" and not top) or (check.documents == "children" and top):
                 continue
-            if check.kind == "unique":
-                yield from _unique(check, node, at, find, tree_seen if check.across == "tree" else {})
+            if check.each is not None:
+                members = [(_at(at, steps), member) for steps, member in find(node, check.each.tokens)]
+                inner = _relative_check(check)
             else:
-                yield from _BY_KIND[check.kind](check, node, at, find)
+                members, inner = [(at, node)], check
+            for where, member in members:
+                if check.kind == "unique":
+                    yield from _unique(inner, member, where, find, tree_seen if check.across == "tree" else {})
+                else:
+                    yield from _BY_KIND[check.kind](inner, member, where, find)
+
+
+def _relative_check(check: CheckSpec) -> CheckSpec:
+    """The check with its pointers taken relative to its `each` template."""
+    assert check.each is not None
+    n = len(check.each.tokens)
+
+    def rel(t: Template) -> Template:
+        return Template(t.text, t.tokens[n:]) if t.starts_with(check.each) else t  # type: ignore[arg-type]
+
+    other = rel(check.other) if check.other is not None else None
+    return replace(check, pointers=tuple(rel(p) for p in check.pointers), other=other, each=None)
 
 
 def _nodes(node: Any, at: str, children: tuple[str, ...] | None, top: bool) -> Iterator[tuple[Any, str, bool]]:

@@ -161,16 +161,17 @@ class _Compiler:
     # -- rules --
 
     def scope_of(self, rs: RuleSpec) -> Scope:
+        """The scope a rule runs in: where its target is, when its sources are there or above."""
+        by_target = self.root
+        for scope in self.scopes:
+            if rs.targets and rs.targets[0].starts_with(scope.dst) and scope.level > by_target.level:
+                by_target = scope
         for ref in (*rs.sources, *rs.with_args):
             inner = ref.args[0] if isinstance(ref, CallRef) and ref.args else ref
             if isinstance(inner, Template) and (self.spec.each is None or inner.starts_with(self.root.src)):
-                return self.deepest(inner, skip_fallback_elements=False)
-        # A constant, or a rule on other values, lives where its target does.
-        best = self.root
-        for scope in self.scopes:
-            if rs.targets and rs.targets[0].starts_with(scope.dst) and scope.level > best.level:
-                best = scope
-        return best
+                by_source = self.deepest(inner)
+                return by_target if by_source in self.chain(by_target) else by_source
+        return by_target  # a constant, or a rule on other values, lives where its target does
 
     def rules(self) -> None:
         readers: dict[str, int] = {}
@@ -275,6 +276,9 @@ def compile_spec(spec: Spec) -> Program:
             doc_id = Rule(rs, (), (), convert=c.function(rs.call, rs, 1))
         else:
             doc_id = Rule(rs, tuple(Source("top", c.literal(s, rs)) for s in rs.sources if isinstance(s, Template)), ())
+    for check in spec.checks:
+        if check.kind == "call" and functions.lookup(check.value) is None:
+            c.fail("spec.unknown_function", f"unknown function {check.value!r} in a check", check.at)
     children = _member_path(c, spec.children, "children")
     each = _member_path(c, spec.each, "each")
     if c.problems:

@@ -40,6 +40,10 @@ def put_in(obj: dict[str, Any], path: Path, value: Any) -> None:
     An object already on the path is shallow-copied first: another rule may have placed it there
     by reference from the input, which must not change.
     """
+    if not path:  # the element itself: an object value is merged in
+        if type(value) is dict:
+            obj.update(value)
+        return
     for key in path[:-1]:
         nxt = obj.get(key)
         nxt = obj[key] = nxt.copy() if type(nxt) is dict else {}

@@ -151,7 +151,7 @@ class Rebuilt:
 def reverse(program: Program, stories: list[dict[str, Any]]) -> list[Rebuilt]:
     """Rebuild source documents: one per tree of `/children` links, or one for all members."""
     if program.each is not None:
-        return [_reverse_members(program, stories)]
+        return [_reverse_members(program, group) for group in _groups(program, stories)]
     rebuilt = []
     index = {document_id(s): s for s in stories}
     for root in _roots(program, stories):
@@ -161,6 +161,39 @@ def reverse(program: Program, stories: list[dict[str, Any]]) -> list[Rebuilt]:
         _finish(program, doc, mapped, ctx)
         rebuilt.append(Rebuilt(doc, tuple(mapped)))
     return rebuilt
+
+
+def _groups(program: Program, stories: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Storylines grouped by the document they rebuild: the value the reverse writes to the
+    document's id (an ACTF task id: the Storyline's `run`, else its `session`), in first order."""
+    identity = _identity_rule(program)
+    groups: dict[Any, list[dict[str, Any]]] = {}
+    for story in stories:
+        key = MISSING
+        if identity is not None:
+            ctx = Context({}, None, story, count=len(stories))
+            key = identity.reverse_value(Frame(story, (), (MISSING,)), ctx)
+        groups.setdefault(orjson_key(key), []).append(story)
+    return list(groups.values())
+
+
+def orjson_key(value: Any) -> Any:
+    """A hashable stand-in for a JSON value."""
+    return value if isinstance(value, (str, int, float, bool)) or value is None else repr(value)
+
+
+def _identity_rule(program: Program) -> Rule | None:
+    rule = program.document_id
+    if rule is None or not rule.sources:
+        return None
+    for candidate in program.root.rules:
+        if (
+            candidate.sources
+            and candidate.sources[0].kind == "top"
+            and candidate.sources[0].path == rule.sources[0].path
+        ):
+            return candidate
+    return None
 
 
 def _reverse_members(program: Program, stories: list[dict[str, Any]]) -> Rebuilt:

@@ -20,7 +20,23 @@ from mapc.engine.template import Template, parse_template
 from mapc.engine.values import MISSING
 
 CONDITIONS = ("nonempty", "integer", "number", "string", "object", "array", "boolean")
-CHECK_KINDS = ("nonempty", "nonempty_any", "unique", "minimum", "timestamp")
+CHECK_KINDS = (
+    "nonempty",
+    "nonblank",
+    "nonempty_any",
+    "unique",
+    "minimum",
+    "timestamp",
+    "increasing",
+    "size_of",
+    "at_most",
+    "nonblank_keys",
+    "same_if_both",
+    "call",
+)
+# Kinds whose own key holds a value (a number, a pointer to compare with, a function) while
+# `at` names the values checked.
+_CHECK_AT = {"minimum", "at_most", "call"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +171,9 @@ class CheckSpec:
     pointers: tuple[Template, ...]
     documents: str = "all"  # all | top | children
     across: str = "document"  # document | tree
-    value: Any = None
+    value: Any = None  # minimum: the bound; call: the function name
+    other: Template | None = None  # size_of: `equals`; at_most: the limit
+    each: Template | None = None  # run once per match of this template, pointers relative to it
 
 
 @dataclass(frozen=True, slots=True)
@@ -472,9 +490,18 @@ class _SpecReader:
             self.fail(f"a check has exactly one of {', '.join(CHECK_KINDS)}", *path)
             return None
         kind = kinds[0]
-        raw = item["at"] if kind == "minimum" else item[kind]
+        if kind in _CHECK_AT and "at" not in item:
+            self.fail(f"a {kind} check names what it checks with `at`", *path)
+            return None
+        raw = item["at"] if kind in _CHECK_AT else item[kind]
         raw_list = raw if isinstance(raw, list) else [raw]
         pointers = [self.template(p, *path, kind) for p in raw_list]
+        other_raw = item.get("equals") if kind == "size_of" else item.get(kind) if kind == "at_most" else None
+        other = self.template(other_raw, *path, kind) if other_raw is not None else None
+        if kind == "size_of" and other is None:
+            self.fail("a size_of check says what the size `equals`", *path)
+            return None
+        each = self.template(item["each"], *path, "each") if "each" in item else None
         documents = item.get("documents", "all")
         across = item.get("across", "document")
         if documents not in ("all", "top", "children"):
@@ -490,7 +517,9 @@ class _SpecReader:
             pointers=tuple(p for p in pointers if p is not None),
             documents=documents,
             across=across,
-            value=item.get("minimum"),
+            value=item.get("minimum") if kind == "minimum" else item.get("call"),
+            other=other,
+            each=each,
         )
 
 

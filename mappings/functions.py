@@ -22,3 +22,262 @@ def atif_turn_kind(source: Any, tool_calls: Any) -> Any:
     """
     kind = effective_kind(source, tool_calls)
     return MISSING if (source, kind) in _IMPLIED_KINDS else kind
+
+
+# --- ACTF v1.0 (REFERENCE.md §1.3) -------------------------------------------------------------
+
+_ACTF_METRIC_KEYS = ("prompt_tokens_len", "completion_tokens_len", "llm_infer_ms", "env_action_ms", "stop_reason")
+_EPOCH_TEXT = "1970-01-01 00:00:00+00:00"
+
+
+@register("actf_session", 3)
+def actf_session(task_id: Any, attempt: Any, attempts: Any) -> Any:
+    """The Storyline session of an attempt: the task id alone, or ``{task_id}#attempt-{a}`` when
+    the task has several attempts."""
+    if type(task_id) is not str:
+        return MISSING
+    return task_id if type(attempts) is dict and len(attempts) == 1 else f"{task_id}#attempt-{attempt}"
+
+
+def _effective_tools(tools: Any, tool_calls: Any) -> list[Any]:
+    if type(tools) is list and tools:
+        return tools
+    return tool_calls if type(tool_calls) is list else []
+
+
+@register("actf_kind", 2)
+def actf_kind(tools: Any, tool_calls: Any) -> Any:
+    """``autonomous`` when the step has tools (its effective tool list is not empty)."""
+    return "autonomous" if _effective_tools(tools, tool_calls) else MISSING
+
+
+@register("actf_single_tool_ms", 3)
+def actf_single_tool_ms(env_action_ms: Any, tools: Any, tool_calls: Any) -> Any:
+    """A tool's ``duration_ms``: the step's ``env_action_ms`` (truncated), only for a single tool."""
+    if len(_effective_tools(tools, tool_calls)) != 1:
+        return MISSING
+    from mapc.engine.functions import int_ms
+
+    return int_ms(env_action_ms)
+
+
+@register("actf_tool_id", 3)
+def actf_tool_id(tool_id: Any, step_id: Any, index: Any) -> str:
+    """A tool's effective id: its ``id``, or ``step-{step_id}-tool-{i}`` when that is blank."""
+    if type(tool_id) is str and tool_id.strip():
+        return tool_id
+    return f"step-{step_id}-tool-{index}"
+
+
+@register("actf_tool_id_back", 3)
+def actf_tool_id_back(tcid: Any, step_id: Any, index: Any) -> Any:
+    """The ``id`` to write for a tool call: empty when the tcid is the synthesized one."""
+    return "" if tcid == f"step-{step_id}-tool-{index}" else tcid
+
+
+@register("actf_default_tool_type", 1)
+def actf_default_tool_type(fn: Any) -> str:
+    """A tool ``type`` for a call that has no kind: ``command_execution`` or ``tool_use``."""
+    return "command_execution" if fn == "command_execution" else "tool_use"
+
+
+@register("actf_command_args", 1)
+def actf_command_args(command: Any) -> Any:
+    """``{"command": command}``: the arguments of a command execution."""
+    return MISSING if command is MISSING else {"command": command}
+
+
+@register("actf_other_fields", 1)
+def actf_other_fields(tool: Any) -> Any:
+    """A tool's fields other than ``type`` and ``id``: its arguments when nothing else says them."""
+    if type(tool) is not dict:
+        return MISSING
+    return {k: v for k, v in tool.items() if k not in ("type", "id")}
+
+
+@register("actf_args_home", 2)
+def actf_args_home(args: Any, tool: Any) -> Any:
+    """Where a tool's arguments are written back: ``command`` for a command execution, else ``input``."""
+    if (
+        type(tool) is dict
+        and tool.get("type") == "command_execution"
+        and type(args) is dict
+        and set(args) == {"command"}
+    ):
+        return ("command", args["command"])
+    return ("input", args)
+
+
+@register("actf_text", 1)
+def actf_text(content: Any) -> Any:
+    """A step's message: its content as text (``""`` when there is none)."""
+    if type(content) is str:
+        return content
+    if content is MISSING or content is None:
+        return ""
+    import orjson
+
+    return orjson.dumps(content).decode()
+
+
+@register("actf_content_back", 1)
+def actf_content_back(msg: Any) -> Any:
+    """The assistant content for a message: the text itself, or ``""`` for none."""
+    if msg is None or msg is MISSING:
+        return ""
+    return msg
+
+
+@register("actf_metric", 1)
+def actf_metric(metric: Any) -> Any:
+    """A step's metrics: the whole ``metric`` object, its five known keys always present."""
+    if type(metric) is not dict:
+        return MISSING
+    return {**dict.fromkeys(_ACTF_METRIC_KEYS), **metric}
+
+
+@register("actf_metric_back", 2)
+def actf_metric_back(metrics: Any, latency_ms: Any) -> Any:
+    """A step's ``metric`` from a turn: its metrics with the five known keys filled when missing."""
+    out = dict(metrics) if type(metrics) is dict else {}
+    defaults = {
+        "prompt_tokens_len": out.get("prompt_tokens", 0),
+        "completion_tokens_len": out.get("completion_tokens", 0),
+        "llm_infer_ms": out.get("total_latency_ms", None if latency_ms is MISSING else latency_ms),
+        "env_action_ms": None,
+        "stop_reason": out.get("finish_reason"),
+    }
+    for key, value in defaults.items():
+        out.setdefault(key, value)
+    return out
+
+
+@register("actf_final_metrics", 5)
+def actf_final_metrics(task_correct: Any, correct: Any, score: Any, status: Any, max_score: Any) -> Any:
+    """``final_metrics``: analysis_result (set by its own row), correct, score, status, task_correct,
+    and max_score when it is not empty."""
+    out = {
+        "analysis_result": None,
+        "correct": correct if type(correct) is bool else False,
+        "score": None if score is MISSING else score,
+        "status": status if type(status) is str else "",
+        "task_correct": task_correct if type(task_correct) is bool else False,
+    }
+    if max_score not in (MISSING, None, "") and max_score != {} and max_score != []:
+        out["max_score"] = max_score
+    return out
+
+
+@register("actf_prompt_baseline", 1)
+def actf_prompt_baseline(steps: Any) -> Any:
+    """The document prompt: the first step's (system_prompt, user_content) with a non-empty string."""
+    for step in steps if type(steps) is list else ():
+        pair = _prompt_pair(step)
+        if pair:
+            return pair
+    return MISSING
+
+
+def _prompt_pair(step: Any) -> dict[str, str]:
+    if type(step) is not dict:
+        return {}
+    pair = {"system": step.get("system_prompt"), "user": step.get("user_content")}
+    return {k: v for k, v in pair.items() if type(v) is str and v}
+
+
+@register("actf_turn_prompt", 3)
+def actf_turn_prompt(system: Any, user: Any, baseline: Any) -> Any:
+    """A turn's prompt against the baseline: none when equal, the explicit clear when both are empty,
+    else the whole pair (REFERENCE.md §1.3 "Prompt pairs")."""
+    if baseline is MISSING:
+        return MISSING
+    pair = {k: v for k, v in (("system", system), ("user", user)) if type(v) is str and v}
+    if pair == baseline:
+        return MISSING
+    if not pair:
+        return {"system": "", "user": ""}
+    return pair
+
+
+@register("actf_prompt_back", 2)
+def actf_prompt_back(turn_prompt: Any, document_prompt: Any) -> tuple[str, str]:
+    """(system_prompt, user_content) of a step: the turn's effective prompt, ``""`` for a missing key."""
+    prompt = turn_prompt if type(turn_prompt) is dict else document_prompt if type(document_prompt) is dict else {}
+    return (prompt.get("system", ""), prompt.get("user", ""))
+
+
+@register("actf_result", 1)
+def actf_result(observation: Any) -> Any:
+    """An observation as a Storyline result: the whole object, with ``source_call_id`` (its
+    ``tool_use_id`` or ``id``) and ``content`` (its ``aggregated_output`` when it has one)."""
+    if type(observation) is not dict:
+        return MISSING
+    out = dict(observation)
+    ref = observation.get("tool_use_id", observation.get("id"))
+    if type(ref) is str:
+        out["source_call_id"] = ref
+    if "aggregated_output" in observation:
+        out["content"] = observation["aggregated_output"]
+    return out
+
+
+@register("actf_observation", 1)
+def actf_observation(result: Any) -> Any:
+    """A Storyline result as an ACTF observation (the reverse of `actf_result`)."""
+    if type(result) is not dict:
+        return MISSING
+    out = dict(result)
+    ref = out.pop("source_call_id", MISSING)
+    if ref is not MISSING and "tool_use_id" not in out and "id" not in out:
+        out["tool_use_id"] = ref
+        out.setdefault("type", "tool_result")
+    if "aggregated_output" in out and out.get("content") == out["aggregated_output"]:
+        del out["content"]  # forward copied aggregated_output into content
+    elif out.get("type") == "command_execution" and "content" in out and "aggregated_output" not in out:
+        out["aggregated_output"] = out.pop("content")
+    return out
+
+
+@register("actf_space_time", 1)
+def actf_space_time(value: Any) -> Any:
+    """An ACTF timestamp: a string as is, epoch seconds as ``YYYY-MM-DD HH:MM:SS[.f]+00:00``."""
+    if type(value) is str or value is MISSING or value is None:
+        return value
+    from mapc.engine.timestamp import format_space_offset, timestamp_ns
+
+    return format_space_offset(timestamp_ns(value))
+
+
+@register("actf_text_or_empty", 1)
+def actf_text_or_empty(value: Any) -> str:
+    """A string, or ``""`` for anything else (ACTF reads a missing or null status as ``""``)."""
+    return value if type(value) is str else ""
+
+
+@register("actf_step_problems", 1)
+def actf_step_problems(step: Any) -> list[tuple[str, str, str]]:
+    """A step's tool-id rules: effective ids unique, and observations referring to one of them.
+
+    Returns (pointer below the step, code, message) triples (REFERENCE.md §1.3 rules 11 and 12).
+    """
+    if type(step) is not dict:
+        return []
+    tools = step.get("tools")
+    home = "/tools" if type(tools) is list and tools else "/assistant_content/tool_calls"
+    effective = _effective_tools(tools, (step.get("assistant_content") or {}).get("tool_calls"))
+    problems: list[tuple[str, str, str]] = []
+    seen: set[str] = set()
+    for i, tool in enumerate(effective):
+        tool_id = actf_tool_id(tool.get("id") if type(tool) is dict else None, step.get("step_id"), i)
+        if tool_id in seen:
+            problems.append((f"{home}/{i}/id", "duplicate_tool_id", f"tool id {tool_id!r} is used twice in this step"))
+        seen.add(tool_id)
+    observations = step.get("observation")
+    for j, obs in enumerate(observations if type(observations) is list else ()):
+        if type(obs) is not dict:
+            continue
+        key = "tool_use_id" if type(obs.get("tool_use_id")) is str else "id" if type(obs.get("id")) is str else None
+        if key is not None and obs[key] not in seen:
+            message = f"{obs[key]!r} is not the id of a tool of this step"
+            problems.append((f"/observation/{j}/{key}", "unknown_tool_reference", message))
+    return problems
