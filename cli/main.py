@@ -13,6 +13,8 @@ from mapc import __version__
 COMMANDS = {
     "run": "mapc.cli.run:run_command",
     "validate": "mapc.cli.validate:validate_command",
+    "convert": "mapc.cli.convert:convert_command",
+    "detect": "mapc.cli.convert:detect_command",
     "store": "mapc.cli.store:store_command",
     "export": "mapc.cli.store:export_command",
     "index": "mapc.cli.store:index_command",

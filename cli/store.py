@@ -15,7 +15,7 @@ import click
 from mapc.cli.files import is_jsonl, read_bytes, write_bytes
 from mapc.cli.output import dump_json, fail_on
 from mapc.cli.render import report
-from mapc.engine import convert
+from mapc.engine import convert, detect
 from mapc.engine.problems import MapcError
 
 SUFFIXES = (".json", ".jsonl", ".ndjson")
@@ -62,18 +62,17 @@ def input_files(paths: tuple[str, ...]) -> list[str]:
 @click.option(
     "--from",
     "fmt",
-    default="storyline",
-    show_default=True,
+    default=None,
     metavar="FMT",
-    help="Format of every input (storyline, atif, …).",
+    help="Format of every input (storyline, atif, actf, …); default: detected per file.",
 )
 def store_command(inputs: tuple[str, ...], to: str, fmt: str) -> None:
     """Import files or directories into a Lance dataset.
 
     Every input goes through the Storyline hub and is validated first; DATASET is
     appended to, or created.  A document_id already stored, or given twice, is an error
-    naming both, and nothing is written.  --from defaults to storyline until detection
-    from content lands.
+    naming both, and nothing is written.  Without --from each file's format is detected
+    from its path, then its content; a file of no known format is skipped with a warning.
 
     \b
     Examples:
@@ -82,7 +81,8 @@ def store_command(inputs: tuple[str, ...], to: str, fmt: str) -> None:
     """
     from mapc.store import dataset
 
-    _check_format(fmt, "--from")
+    if fmt is not None:
+        _check_format(fmt, "--from")
     if Path(to).exists() and not Path(to).is_dir():
         raise click.BadParameter(f"{to} exists and is not a directory", param_hint="--to")
     files = input_files(inputs)
@@ -90,8 +90,12 @@ def store_command(inputs: tuple[str, ...], to: str, fmt: str) -> None:
     batches: list[tuple[Any, dict[str, Any]]] = []
     failed = False
     for file, data in datas:
+        file_fmt = fmt or detect.detect(file, data)
+        if file_fmt is None:
+            click.echo(f"warning: skipped {file}: not a known format", err=True)
+            continue
         try:
-            stories = convert.into_storyline(fmt, data, jsonl=is_jsonl(file))
+            stories = convert.into_storyline(file_fmt, data, jsonl=is_jsonl(file))
         except MapcError as exc:
             report(exc.source or file, exc.problems)
             failed = True

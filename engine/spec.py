@@ -193,6 +193,7 @@ class Spec:
     rules: tuple[RuleSpec, ...]
     checks: tuple[CheckSpec, ...]
     at: SpecLocation
+    detect: Any = None  # how files of this format are recognized (engine/detect.py)
 
 
 # --- YAML with locations -------------------------------------------------------------------
@@ -319,6 +320,7 @@ class _SpecReader:
             "objects",
             "rules",
             "checks",
+            "detect",
         }
         for key in data:
             if key not in allowed:
@@ -356,6 +358,7 @@ class _SpecReader:
             objects=tuple(objects),
             rules=tuple(r for r in rules if r is not None),
             checks=tuple(c for c in checks if c is not None),
+            detect=data.get("detect"),
             at=self.loc.at(),
         )
 

@@ -281,3 +281,20 @@ def actf_step_problems(step: Any) -> list[tuple[str, str, str]]:
             message = f"{obs[key]!r} is not the id of a tool of this step"
             problems.append((f"/observation/{j}/{key}", "unknown_tool_reference", message))
     return problems
+
+
+@register("actf_document", 1)
+def actf_document(doc: Any) -> bool:
+    """Detection: a ``task_id`` and a non-empty ``attempts`` object whose every value has a
+    trajectory that is an array of objects or has a ``schema_version`` starting with ``ACTF_``."""
+    attempts = doc.get("attempts") if type(doc) is dict else None
+    if "task_id" not in doc or type(attempts) is not dict or not attempts:
+        return False
+    for attempt in attempts.values():
+        trajectory = attempt.get("trajectory") if type(attempt) is dict else None
+        if type(trajectory) is list and all(type(e) is dict for e in trajectory):
+            continue
+        if type(trajectory) is dict and str(trajectory.get("schema_version", "")).startswith("ACTF_"):
+            continue
+        return False
+    return True

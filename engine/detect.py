@@ -1,0 +1,113 @@
+"""Which format a file is in: by its path first, then by its content (REFERENCE.md §6).
+
+Each spec says how its files look (`detect:` in its YAML): path patterns, and content rules with
+an `order` that places them among every other format's rules.  A content rule is data: `has`
+(pointers that must be present), `prefix` (a pointer whose string value starts with a text),
+`first` (test the first element of an array, or the first JSONL line, instead of the root),
+`any` (one of several rules), or `call` (a registered predicate).  Storyline, the hub, is the
+engine's own: ``*.storyline.json``, or a ``schema_version`` starting with ``storyline/``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Any
+
+import orjson
+
+from mapc.engine import catalog, functions, pointer
+from mapc.engine.values import MISSING
+
+STORYLINE = "storyline"
+
+Predicate = Callable[[Any], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class ContentRule:
+    """One content rule: `test` on the root (or on the first element, with `first`)."""
+
+    order: float
+    format: str
+    test: Predicate
+    first: bool = False
+
+
+def _predicate(rule: dict[str, Any]) -> Predicate:
+    tests: list[Predicate] = []
+    for ptr in rule.get("has", []):
+        tokens = pointer.parse(ptr)
+        tests.append(lambda doc, t=tokens: pointer.resolve(doc, t) is not MISSING)
+    for ptr, text in (rule.get("prefix") or {}).items():
+        tokens = pointer.parse(ptr)
+        tests.append(lambda doc, t=tokens, p=text: str(pointer.resolve(doc, t) or "").startswith(p))
+    if "any" in rule:
+        alternatives = [_predicate(r) for r in rule["any"]]
+        tests.append(lambda doc: any(p(doc) for p in alternatives))
+    if "call" in rule:
+        fn = functions.lookup(rule["call"])
+        if fn is None:
+            raise ValueError(f"unknown detection function {rule['call']!r}")
+        tests.append(lambda doc, f=fn.fn: bool(f(doc)))
+    return lambda doc: type(doc) is dict and all(t(doc) for t in tests)
+
+
+@functools.cache
+def _rules() -> tuple[list[tuple[str, str]], list[ContentRule]]:
+    paths = [("*.storyline.json", STORYLINE)]
+    content = [
+        ContentRule(1, STORYLINE, _predicate({"prefix": {"/schema_version": "storyline/"}})),
+        ContentRule(1, STORYLINE, _predicate({"prefix": {"/schema_version": "storyline/"}}), first=True),
+    ]
+    for name in catalog.shipped_names():
+        detect = catalog.program(name).spec.detect or {}
+        paths.extend((pattern, name) for pattern in detect.get("paths", []))
+        for rule in detect.get("content", []):
+            content.append(ContentRule(float(rule.get("order", 100)), name, _predicate(rule), bool(rule.get("first"))))
+    content.sort(key=lambda r: r.order)
+    return paths, content
+
+
+def by_path(path: str) -> str | None:
+    """The format a file's name says, if any."""
+    name = PurePath(path).name
+    for pattern, fmt in _rules()[0]:
+        if fnmatch.fnmatchcase(name, pattern) if "/" not in pattern else fnmatch.fnmatchcase(path, pattern):
+            return fmt
+    return None
+
+
+def by_content(data: bytes, *, jsonl: bool = False) -> str | None:
+    """The format a file's content says (JSON, or the first non-empty line of JSONL), if any."""
+    try:
+        if jsonl:
+            line = next((ln for ln in data.splitlines() if ln.strip()), b"")
+            doc = orjson.loads(line)
+        else:
+            doc = orjson.loads(data)
+    except (orjson.JSONDecodeError, StopIteration):
+        return None
+    first = doc[0] if type(doc) is list and doc else (doc if jsonl else MISSING)
+    for rule in _rules()[1]:
+        target = first if rule.first else doc
+        if target is not MISSING and rule.test(target):
+            return rule.format
+    return None
+
+
+def detect(path: str, data: bytes | None = None) -> str | None:
+    """The format of the file at `path` (its bytes may be given): path first, then content."""
+    fmt = by_path(path)
+    if fmt is not None:
+        return fmt
+    if data is None:
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            return None
+    return by_content(data, jsonl=path.endswith((".jsonl", ".ndjson")))
