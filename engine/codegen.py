@@ -296,7 +296,11 @@ def _reverse_rule(w: _Writer, d: int, rule: Rule, level: int) -> None:
                 value = f"{w.const(rule.reverse_convert, 'F')}(v)"
             w.put(d + 1, "out", source.path, value)
     if rule.write_back is not None and rule.targets and not any(s.kind == "top" for s in rule.sources):
-        w.emit(d, f"ctx.pending.append(({r}, sfr, Frame(out, oup, idx), ctx.story, ctx.parent))")
+        target = rule.targets[0]
+        if target:
+            w.emit(d, f"if {w.path_local(d, 'elem', target)} not in (MISSING, None):")
+            d += 1
+        w.emit(d, f"ctx.pending.append(({r}, Frame(elem, sup, idx), Frame(out, oup, idx), ctx.story, ctx.parent))")
 
 
 def _reverse_scope(w: _Writer, scope: Scope, name: str, counter: list[int]) -> None:
@@ -309,10 +313,11 @@ def _reverse_scope(w: _Writer, scope: Scope, name: str, counter: list[int]) -> N
     w.start_function(f"def {name}(elem, out, ctx, sup, oup, idx):")
     w.emit(1, "if type(elem) is not dict:")
     w.emit(2, "return None")
-    w.emit(1, "sfr = Frame(elem, sup, idx)")
-    w.emit(1, "ctx.out = Frame(out, oup, idx)")
+    start = len(w.lines)
     for rule in scope.rules:
         _reverse_rule(w, 1, rule, scope.level)
+    if any("sfr" in line for line in w.lines[start:]):  # frames only where a rule object needs them
+        w.lines[start:start] = ["    sfr = Frame(elem, sup, idx)", "    ctx.out = Frame(out, oup, idx)"]
     for child, inner in zip(scope.children, inner_names, strict=True):
         w.get(1, "items", "elem", child.dst_rel)
         w.emit(1, "if type(items) is list:")
@@ -324,7 +329,6 @@ def _reverse_scope(w: _Writer, scope: Scope, name: str, counter: list[int]) -> N
             w.emit(3, "o = {}")
             w.emit(3, f"{inner}(item, o, ctx, sup + (elem,), oup + (out,), idx + (i,))")
             w.emit(3, "back.append(o)")
-            w.emit(2, "ctx.out = Frame(out, oup, idx)")
         if child.omit_empty:
             w.emit(1, "else:")
             for home in homes:

@@ -16,7 +16,9 @@ same-source round trip gives the input back.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,8 +41,26 @@ class Mapped:
 # --- forward -------------------------------------------------------------------------------
 
 
+@contextmanager
+def _paused_gc() -> Iterator[None]:
+    # A run allocates many small acyclic containers; the cyclic collector would walk the whole
+    # document again and again while they are made (about half the time of a large reverse).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def forward(program: Program, doc: Any, source_document_id: str | None = None) -> list[Mapped]:
     """Map one top-level source document to its Storylines (parents before their children)."""
+    with _paused_gc():
+        return _forward(program, doc, source_document_id)
+
+
+def _forward(program: Program, doc: Any, source_document_id: str | None) -> list[Mapped]:
     if source_document_id is None and program.document_id is not None:
         source_document_id = _document_id(program.document_id, doc)
     sdid = source_document_id or ""
@@ -150,6 +170,11 @@ class Rebuilt:
 
 def reverse(program: Program, stories: list[dict[str, Any]]) -> list[Rebuilt]:
     """Rebuild source documents: one per tree of `/children` links, or one for all members."""
+    with _paused_gc():
+        return _reverse(program, stories)
+
+
+def _reverse(program: Program, stories: list[dict[str, Any]]) -> list[Rebuilt]:
     if program.each is not None:
         return [_reverse_members(program, group) for group in _groups(program, stories)]
     rebuilt = []
@@ -263,13 +288,15 @@ def _finish(program: Program, doc: dict[str, Any], mapped: list[Mapped], ctx: Co
     copies = _restore_residuals(program, doc, mapped)
     for rule, story_frame, out_frame, story, parent in ctx.pending:
         ctx.story, ctx.parent = story, parent
-        up = tuple(_follow(copies, u) for u in out_frame.up)
-        _write_back(rule, story_frame, Frame(_follow(copies, out_frame.elem), up, out_frame.idx), ctx)
+        if copies:
+            up = tuple(_follow(copies, u) for u in out_frame.up)
+            out_frame = Frame(_follow(copies, out_frame.elem), up, out_frame.idx)
+        _write_back(rule, story_frame, out_frame, ctx)
     ctx.pending.clear()
 
 
 def _follow(copies: Copies, obj: Any) -> Any:
-    while id(obj) in copies:  # restoring copied this object (it may be shared with a Storyline)
+    while id(obj) in copies and copies[id(obj)][1] is not obj:  # restoring copied this object
         obj = copies[id(obj)][1]
     return obj
 
@@ -372,10 +399,13 @@ def _place(doc: dict[str, Any], tokens: tuple[str, ...], value: Any, copies: Cop
         nxt = node.get(key, MISSING) if type(node) is dict else node[key]
         if nxt is MISSING:
             nxt = {}
+            copies[id(nxt)] = (nxt, nxt)  # made here: ours to change
         elif type(nxt) in (dict, list):
-            copy = nxt.copy()
-            copies[id(nxt)] = (nxt, copy)  # the original is kept alive, so its id stays unique
-            nxt = copy
+            if copies.get(id(nxt), (None, None))[1] is not nxt:  # not yet a copy of ours
+                copy = nxt.copy()
+                copies[id(nxt)] = (nxt, copy)  # the original is kept alive, so its id stays unique
+                copies[id(copy)] = (copy, copy)
+                nxt = copy
         else:
             return False
         node[key] = nxt
