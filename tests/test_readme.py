@@ -33,3 +33,13 @@ def test_first_example_runs_as_written(tmp_path):
         done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
         assert done.returncode == 0, f"{line}\n{done.stderr}"
     assert '"schema_version": "ATIF-v1.7"' in done.stdout
+
+
+def test_python_example_runs_as_written():
+    block = re.search(r"```python\n(.*?)```", README.split("## From Python", 1)[1], re.S)
+    assert block
+    fixture = str(ROOT / "tests" / "data" / "fixtures" / "atif" / "support-ticket.json")
+    namespace: dict[str, object] = {}
+    exec(block.group(1).replace('"trajectory.json"', repr(fixture)), namespace)  # noqa: S102 - our README
+    assert namespace["problems"] == []
+    assert namespace["actf"] == namespace["same"]
