@@ -15,6 +15,7 @@ import orjson
 from mapc.engine import catalog, envelope, run, storyline
 from mapc.engine.checks import iter_check_problems
 from mapc.engine.compile import Program
+from mapc.engine.prepare import prepare
 from mapc.engine.problems import MapcError, Problem, in_document_order
 from mapc.engine.schema import compiled_validator
 
@@ -91,6 +92,7 @@ def forward_unit(program: Program, unit: Unit) -> list[dict[str, Any]]:
     """Map one top-level source document to validated Storylines."""
     try:
         doc, carried = envelope.take(unit.document)
+        doc = prepare(program.spec.prepare, doc)
         problems = input_problems(program, doc)
         if problems:
             raise MapcError(problems)

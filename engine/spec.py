@@ -194,6 +194,7 @@ class Spec:
     checks: tuple[CheckSpec, ...]
     at: SpecLocation
     detect: Any = None  # how files of this format are recognized (engine/detect.py)
+    prepare: Any = None  # variant shapes rewritten before the checks (engine/prepare.py)
 
 
 # --- YAML with locations -------------------------------------------------------------------
@@ -321,6 +322,7 @@ class _SpecReader:
             "rules",
             "checks",
             "detect",
+            "prepare",
         }
         for key in data:
             if key not in allowed:
@@ -359,6 +361,7 @@ class _SpecReader:
             rules=tuple(r for r in rules if r is not None),
             checks=tuple(c for c in checks if c is not None),
             detect=data.get("detect"),
+            prepare=data.get("prepare"),
             at=self.loc.at(),
         )
 

@@ -298,3 +298,80 @@ def actf_document(doc: Any) -> bool:
             continue
         return False
     return True
+
+
+@register("actf_event_log", 1)
+def actf_event_log(events: Any) -> Any:
+    """An OpenClaw event log (a bare array trajectory) as a canonical ACTF trajectory — lossy.
+
+    Each assistant message becomes a step (its text, thinking and ``toolCall`` blocks, the user
+    text before it as ``user_content``); a ``toolResult`` message is folded into the previous
+    step (an observation, and the tool's ``aggregated_output``).  The trajectory's times are the
+    first and last event ``timestamp``.  The events themselves are not kept.
+    """
+    steps: list[dict[str, Any]] = []
+    user = ""
+    stamps = [e["timestamp"] for e in events if type(e) is dict and type(e.get("timestamp")) is str]
+    for event in events:
+        message = event.get("message") if type(event) is dict else None
+        if type(message) is not dict:
+            continue
+        role, blocks = message.get("role"), message.get("content")
+        if role == "user":
+            user = _blocks_text(blocks, "text")
+        elif role == "assistant":
+            calls = (
+                [
+                    {
+                        "type": "tool_use",
+                        "id": b.get("id", ""),
+                        "name": b.get("name", ""),
+                        "input": b.get("arguments", {}),
+                    }
+                    for b in blocks
+                    if type(b) is dict and b.get("type") == "toolCall"
+                ]
+                if type(blocks) is list
+                else []
+            )
+            stamp = event.get("timestamp") if type(event.get("timestamp")) is str else _EPOCH_TEXT
+            steps.append(
+                {
+                    "step_id": len(steps) + 1,
+                    "assistant_content": {
+                        "content": _blocks_text(blocks, "text"),
+                        "reasoning_content": _blocks_text(blocks, "thinking"),
+                        "tool_calls": calls,
+                    },
+                    "metric": dict.fromkeys(_ACTF_METRIC_KEYS),
+                    "system_prompt": "",
+                    "user_content": user,
+                    "tools": [dict(c) for c in calls],
+                    "observation": [],
+                    "started_at": stamp,
+                    "finished_at": stamp,
+                }
+            )
+            user = ""
+        elif role == "toolResult" and steps:
+            text = _blocks_text(blocks, "text")
+            ref = message.get("toolCallId")
+            steps[-1]["observation"].append(
+                {"type": "tool_result", "tool_use_id": ref, "content": text, "is_error": bool(message.get("isError"))}
+            )
+            for tool in steps[-1]["tools"] + steps[-1]["assistant_content"]["tool_calls"]:
+                if tool.get("id") == ref:
+                    tool["aggregated_output"] = text
+    first = stamps[0] if stamps else "1970-01-01T00:00:00Z"
+    last = stamps[-1] if stamps else "1970-01-01T00:00:00Z"
+    return {"schema_version": "ACTF_v1.0", "steps": steps, "started_at": first, "finished_at": last}
+
+
+def _blocks_text(blocks: Any, kind: str) -> str:
+    if type(blocks) is str:
+        return blocks if kind == "text" else ""
+    if type(blocks) is not list:
+        return ""
+    return "\n".join(
+        b.get(kind, "") for b in blocks if type(b) is dict and b.get("type") == kind and type(b.get(kind)) is str
+    )
