@@ -112,14 +112,18 @@ def _increasing(check: CheckSpec, node: Any, at: str, find: Find) -> Iterator[Pr
         last[group] = value
 
 
-def _group_of(steps: Steps, template: Any) -> Any:
+def _bindings(steps: Steps, template: Any) -> tuple[Any, ...]:
+    """The keys or indices the template's variables took on the way to a value."""
     keys: list[Any] = []
     while steps:
         steps, key = steps
         keys.append(key)
     keys.reverse()
-    variables = [i for i, t in enumerate(template.tokens) if isinstance(t, Var)]
-    return tuple(keys[i] for i in variables[:-1])
+    return tuple(keys[i] for i, t in enumerate(template.tokens) if isinstance(t, Var))
+
+
+def _group_of(steps: Steps, template: Any) -> Any:
+    return _bindings(steps, template)[:-1]
 
 
 def _size_of(check: CheckSpec, node: Any, at: str, find: Find) -> Iterator[Problem]:
@@ -142,9 +146,9 @@ def _at_most(check: CheckSpec, node: Any, at: str, find: Find) -> Iterator[Probl
 
 def _same_if_both(check: CheckSpec, node: Any, at: str, find: Find) -> Iterator[Problem]:
     first, second = check.pointers[0], check.pointers[1]
-    by_group = {(*_group_of(s, first), len(first.tokens)): v for s, v in find(node, first.tokens)}
+    by_binding = {_bindings(s, first): v for s, v in find(node, first.tokens)}
     for steps, value in find(node, second.tokens):
-        other = by_group.get((*_group_of(steps, second), len(first.tokens)), MISSING)
+        other = by_binding.get(_bindings(steps, second), MISSING)
         if not is_empty(value) and not is_empty(other) and not json_equal(value, other):
             message = f"expected the same value as {first.text} when both are non-empty"
             yield Problem("check.same_if_both", _at(at, steps), message, check.at)

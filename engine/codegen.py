@@ -43,6 +43,7 @@ class _Writer:
         self.names: dict[str, Any] = {"MISSING": MISSING, "escape": escape, "put_in": put_in, "Frame": Frame}
         self._ids: dict[int, str] = {}
         self._locals: dict[tuple[str, tuple[str, ...]], str] = {}
+        self.derivers: list[str] = []  # module-level functions emitted beside the scope functions
 
     def start_function(self, header: str) -> None:
         """Begin a function; path locals of the previous one are forgotten."""
@@ -300,7 +301,40 @@ def _reverse_rule(w: _Writer, d: int, rule: Rule, level: int) -> None:
         if target:
             w.emit(d, f"if {w.path_local(d, 'elem', target)} not in (MISSING, None):")
             d += 1
-        w.emit(d, f"ctx.pending.append(({r}, Frame(elem, sup, idx), Frame(out, oup, idx), ctx.story, ctx.parent))")
+        derive = _deriver(w, rule, level)
+        w.emit(
+            d,
+            f"ctx.pending.append(({r}, {derive}, Frame(elem, sup, idx), Frame(out, oup, idx), ctx.story, ctx.parent))",
+        )
+
+
+def _deriver(w: _Writer, rule: Rule, level: int) -> str:
+    """The name of a generated function giving a derived rule's forward value from a rebuilt source
+    element (what a write-back compares with), or ``None`` where the rule object must compute it."""
+    spec = rule.spec
+    local = all(s.kind == "elem" and s.level == level for s in rule.sources)
+    if not (spec.derived and local and spec.op in ("first_of", "copy") and not spec.nonempty):
+        return "None"
+    name = f"_derive_{len(w.derivers)}"
+    lines = [f"def {name}(src):", "    v = MISSING"]
+    for i, source in enumerate(rule.sources):
+        lines.append("    " * (i + 1) + f"x = {_read_expr('src', source.path)}")
+        lines.append("    " * (i + 1) + "if x is not MISSING:")
+        lines.append("    " * (i + 2) + "v = x")
+        if spec.op == "copy" or i == len(rule.sources) - 1:
+            break
+        lines.append("    " * (i + 1) + "else:")
+    if spec.op == "copy" and not spec.keep_null:
+        lines += ["    if v is None:", "        return MISSING"]
+    if spec.op == "copy" and spec.when:
+        test = _CONDITION_CODE.get(spec.when) or f"{w.const(rule.condition, 'C')}(v)"
+        lines += ["    if v is MISSING or not (" + test + "):", "        return MISSING"]
+    if rule.convert is not None:
+        lines.append(f"    return {w.const(rule.convert, 'F')}(v) if v is not MISSING else MISSING")
+    else:
+        lines.append("    return v")
+    w.derivers.append("\n".join(lines) + "\n")
+    return name
 
 
 def _reverse_scope(w: _Writer, scope: Scope, name: str, counter: list[int]) -> None:
@@ -342,7 +376,7 @@ def generate(name: str, root: Scope) -> tuple[ScopeFn, ScopeFn, str]:
     w = _Writer()
     _forward_scope(w, root, "forward_root", [0])
     _reverse_scope(w, root, "reverse_root", [0])
-    source = "\n".join(w.lines) + "\n"
+    source = "\n".join([*w.derivers, "", *w.lines]) + "\n"
     filename = f"<mapc {name}.yaml forward/reverse>"
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     namespace = dict(w.names)

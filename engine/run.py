@@ -286,12 +286,12 @@ def _reverse_node(
 def _finish(program: Program, doc: dict[str, Any], mapped: list[Mapped], ctx: Context) -> None:
     """Restore residuals, then run the pending write-backs against the restored document."""
     copies = _restore_residuals(program, doc, mapped)
-    for rule, story_frame, out_frame, story, parent in ctx.pending:
+    for rule, derive, story_frame, out_frame, story, parent in ctx.pending:
         ctx.story, ctx.parent = story, parent
         if copies:
             up = tuple(_follow(copies, u) for u in out_frame.up)
             out_frame = Frame(_follow(copies, out_frame.elem), up, out_frame.idx)
-        _write_back(rule, story_frame, out_frame, ctx)
+        _write_back(rule, derive, story_frame, out_frame, ctx)
     ctx.pending.clear()
 
 
@@ -301,11 +301,11 @@ def _follow(copies: Copies, obj: Any) -> Any:
     return obj
 
 
-def _write_back(rule: Rule, story_frame: Frame, out: Frame, ctx: Context) -> None:
+def _write_back(rule: Rule, derive: Any, story_frame: Frame, out: Frame, ctx: Context) -> None:
     want = get_in(story_frame.elem, rule.targets[0]) if rule.targets[0] else story_frame.elem
     if want is MISSING or want is None:
         return
-    if json_equal(rule.value(out, ctx), want):
+    if json_equal(derive(out.elem) if derive is not None else rule.value(out, ctx), want):
         return
     if rule.write_back_fn is not None:
         placed = rule.write_back_fn(want, out.elem)
