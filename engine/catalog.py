@@ -42,3 +42,13 @@ def program(name_or_path: str) -> Program:
 def count_trees() -> dict[str, Tree]:
     """Unknown-key count normalization per source, from the shipped specs' declared arrays."""
     return {program(name).spec.source: program(name).count_tree for name in shipped_names()}
+
+
+@functools.cache
+def aliases() -> dict[str, str]:
+    """Other names of the shipped formats (a spec's `aliases:`), e.g. a long form of its name."""
+    out: dict[str, str] = {}
+    for name in shipped_names():
+        for alias in program(name).spec.aliases:
+            out[alias] = name
+    return out

@@ -63,11 +63,8 @@ def formats() -> list[str]:
     return [STORYLINE, *catalog.shipped_names()]
 
 
-ALIASES = {"openai-messages": "openai-msg"}
-
-
 def program_for(fmt: str) -> Program:
-    """The compiled spec of a format name (or alias), or of a spec path."""
+    """The compiled spec of a format name (or an alias a spec declares), or of a spec path."""
     if fmt == "events":
         raise MapcError.single(
             "format.events",
@@ -75,7 +72,7 @@ def program_for(fmt: str) -> Program:
             "events live only in Lance: use `mapc events append` to store event records and "
             "`mapc events project` to turn them into Storylines or any other format",
         )
-    return catalog.program(ALIASES.get(fmt, fmt))
+    return catalog.program(catalog.aliases().get(fmt, fmt))
 
 
 def input_problems(program: Program, doc: Any) -> list[Problem]:

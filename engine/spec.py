@@ -195,6 +195,7 @@ class Spec:
     at: SpecLocation
     detect: Any = None  # how files of this format are recognized (engine/detect.py)
     prepare: Any = None  # variant shapes rewritten before the checks (engine/prepare.py)
+    aliases: tuple[str, ...] = ()  # other names the format is known by
 
 
 # --- YAML with locations -------------------------------------------------------------------
@@ -323,6 +324,7 @@ class _SpecReader:
             "checks",
             "detect",
             "prepare",
+            "aliases",
         }
         for key in data:
             if key not in allowed:
@@ -362,6 +364,7 @@ class _SpecReader:
             checks=tuple(c for c in checks if c is not None),
             detect=data.get("detect"),
             prepare=data.get("prepare"),
+            aliases=tuple(str(a) for a in data.get("aliases") or ()),
             at=self.loc.at(),
         )
 
