@@ -81,15 +81,15 @@ class _Writer:
             return expr
         name = obj
         for i in range(len(path)):
-            key = (obj, path[: i + 1])
-            if key not in self._locals:
+            slot = (obj, path[: i + 1])
+            if slot not in self._locals:
                 local = f"p{len(self._locals)}"
                 if i == 0:
                     self.emit(1, f"{local} = {obj}.get({path[0]!r}, MISSING)")
                 else:
                     self.emit(1, f"{local} = {name}.get({path[i]!r}, MISSING) if type({name}) is dict else MISSING")
-                self._locals[key] = local
-            name = self._locals[key]
+                self._locals[slot] = local
+            name = self._locals[slot]
         return name
 
     def put(self, depth: int, obj: str, path: tuple[str, ...], value: str) -> None:

@@ -207,7 +207,9 @@ class _Compiler:
             convert = self.function(rs.call, rs, arity)
         reverse_convert = self.function(rs.reverse_call, rs, 1 + len(rs.with_args)) if rs.reverse_call else None
         write_back_fn = self.function(rs.write_back_call, rs, 2) if rs.write_back_call else None
-        reverse_fn, reverse_args, reverse_targets = None, (), ()
+        reverse_fn: Any = None
+        reverse_args: tuple[Source, ...] = ()
+        reverse_targets: tuple[Any, ...] = ()
         if rs.reverse is not None:
             reverse_fn = self.function(rs.reverse.call, rs, len(rs.reverse.args))
             resolved = [self.source(a, scope, rs, side="story") for a in rs.reverse.args]

@@ -132,11 +132,11 @@ def into_storyline(fmt: str, data: bytes, *, jsonl: bool = False) -> list[dict[s
     """Every Storyline in the file `data` of format `fmt`, validated; MapcError on bad input."""
     units = read_units(data, jsonl=jsonl)
     if fmt == STORYLINE:
-        stories = [s for u in units for s in storyline.documents(u.document)]
-        problems = storyline.check_all(stories, prefix=len(stories) > 1 or type(units[0].document) is list)
-        if problems:
-            raise MapcError(problems)
-        return stories
+        found = [s for u in units for s in storyline.documents(u.document)]
+        failed = storyline.check_all(found, prefix=len(found) > 1 or type(units[0].document) is list)
+        if failed:
+            raise MapcError(failed)
+        return found
     program = program_for(fmt)
     stories: list[dict[str, Any]] = []
     problems: list[Problem] = []

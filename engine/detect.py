@@ -37,14 +37,17 @@ class ContentRule:
     first: bool = False
 
 
+def _has(tokens: pointer.Tokens) -> Predicate:
+    return lambda doc: pointer.resolve(doc, tokens) is not MISSING
+
+
+def _prefix(tokens: pointer.Tokens, text: str) -> Predicate:
+    return lambda doc: str(pointer.resolve(doc, tokens) or "").startswith(text)
+
+
 def _predicate(rule: dict[str, Any]) -> Predicate:
-    tests: list[Predicate] = []
-    for ptr in rule.get("has", []):
-        tokens = pointer.parse(ptr)
-        tests.append(lambda doc, t=tokens: pointer.resolve(doc, t) is not MISSING)
-    for ptr, text in (rule.get("prefix") or {}).items():
-        tokens = pointer.parse(ptr)
-        tests.append(lambda doc, t=tokens, p=text: str(pointer.resolve(doc, t) or "").startswith(p))
+    tests: list[Predicate] = [_has(pointer.parse(ptr)) for ptr in rule.get("has", [])]
+    tests += [_prefix(pointer.parse(ptr), text) for ptr, text in (rule.get("prefix") or {}).items()]
     if "any" in rule:
         alternatives = [_predicate(r) for r in rule["any"]]
         tests.append(lambda doc: any(p(doc) for p in alternatives))
@@ -52,7 +55,8 @@ def _predicate(rule: dict[str, Any]) -> Predicate:
         fn = functions.lookup(rule["call"])
         if fn is None:
             raise ValueError(f"unknown detection function {rule['call']!r}")
-        tests.append(lambda doc, f=fn.fn: bool(f(doc)))
+        call = fn.fn
+        tests.append(lambda doc: bool(call(doc)))
     return lambda doc: type(doc) is dict and all(t(doc) for t in tests)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import yaml
 
@@ -100,7 +100,7 @@ class CallRef:
         return f"{self.call}({', '.join(map(str, self.args))})"
 
 
-Ref = Template | ParentRef | StoryRef | SourceRef | VarRef | CountRef | CallRef
+Ref: TypeAlias = Template | ParentRef | StoryRef | SourceRef | VarRef | CountRef | CallRef
 
 
 @dataclass(frozen=True, slots=True)
