@@ -87,8 +87,9 @@ def table_command(spec: str) -> None:
     """Print SPEC's mapping table as Markdown: source pointer | Storyline pointer(s).
 
     \b
-    Example:
+    Examples:
       mapc spec table atif
+      mapc spec table actf
     """
     from mapc.engine.table import markdown
 
@@ -125,9 +126,11 @@ def coverage_command(spec: str, inputs: tuple[str, ...], as_json: bool) -> None:
         click.echo(coverage.markdown(report), nl=False)
 
 
-_STORYLINE_ROOT = frozenset(
-    {"turns", "session", "trajectory", "origin", "children", "parent", "unknown_fields", "unknown_key_counts"}
-)
+def _storyline_root() -> frozenset[str]:
+    """The keys of a Storyline's root object (a POINTER under one names a Storyline value)."""
+    from mapc.engine.schema import load_schema
+
+    return frozenset(load_schema("storyline-v1").get("properties") or ())
 
 
 @click.command("explain")
@@ -155,6 +158,7 @@ def explain_command(spec: str, input: str, pointer: str, index: int | None, as_j
       mapc explain atif tests/data/fixtures/atif/support-ticket.json /steps/1/tool_calls/0/arguments
       mapc explain atif tests/data/fixtures/atif/support-ticket.json /turns/1/kind
       mapc explain atif story.json /turns/0/msg
+      mapc explain actf tests/data/fixtures/actf/code-repair.actf.json /task_id
     """
     from mapc.engine import convert, explain
     from mapc.engine import pointer as jp
@@ -186,7 +190,7 @@ def explain_command(spec: str, input: str, pointer: str, index: int | None, as_j
             what = f"Storyline {input}"
         else:
             target = index is not None or (
-                tokens[:1] and tokens[0] in _STORYLINE_ROOT and jp.resolve(doc, tokens) is MISSING
+                tokens[:1] and tokens[0] in _storyline_root() and jp.resolve(doc, tokens) is MISSING
             )
             if target:
                 stories = convert.forward_unit(program, unit)

@@ -5,7 +5,9 @@ Each input document is checked and mapped as `convert` would; then the compiled 
 again, element by element, whether they give a value (`Rule.value`): a row *fires* on an element
 of its scope (the document, a step, a tool call …) when it writes a value there.  For a
 ``first_of`` row the report also counts which source was chosen.  Residuals are counted by
-their normalized key (array positions as ``*``, as ``unknown_key_counts`` does).
+their normalized key (array positions as ``*``, as ``unknown_key_counts`` does, and the member
+key of a document that holds several, ``document.each``, as ``*`` too).  With ``document.each``
+each member is a document node of its own: the rows of the root scope are tried once per member.
 """
 
 from __future__ import annotations
@@ -15,11 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mapc.engine import envelope, pointer, run
-from mapc.engine import program as compiled
 from mapc.engine.compile import Program
 from mapc.engine.convert import input_problems, read_units
 from mapc.engine.problems import MapcError, Problem
-from mapc.engine.program import Context, Rule, Scope, get_in
+from mapc.engine.program import Context, Frame, Rule, Scope, Source, get_in, pointer_text
 from mapc.engine.residual import normalize
 from mapc.engine.values import MISSING
 
@@ -27,36 +28,33 @@ from mapc.engine.values import MISSING
 
 
 def context(parent: dict[str, Any] | None, story: dict[str, Any], top: Any, key: Any = MISSING) -> Context:
-    """A run context for asking rules of one document node (the whole input is `top`)."""
-    fields = getattr(Context, "__dataclass_fields__", {})
-    extra = {name: value for name, value in (("top", top), ("key", key)) if name in fields}
-    return Context({}, parent, story, **extra)
+    """A run context for asking rules of one document node (the whole input is `top`, and `key`
+    the member key the node is bound to, with ``document.each``)."""
+    return Context({}, parent, story, top=top, key=key)
 
 
-def frame(elem: Any, up: tuple[Any, ...], idx: tuple[Any, ...]) -> Any:
-    """What a rule reads from: the scope element with its ancestors and positions."""
-    make = getattr(compiled, "Frame", None)
-    return elem if make is None else make(elem, up, idx)
+def frame(elem: Any, up: tuple[Any, ...], idx: tuple[Any, ...]) -> Frame:
+    """What a rule reads from: the scope element, its ancestors (outermost first) and the key or
+    position of each, the document's member key first (as the generated scope functions get)."""
+    return Frame(elem, up, idx)
 
 
-def plain(source: Any) -> bool:
-    """True for a source that is a pointer below the scope element."""
-    kind = getattr(source, "kind", None)
-    return kind == "elem" if kind is not None else not getattr(source, "parent", False)
+def plain(source: Source) -> bool:
+    """True for a source that is a pointer below an element (of this scope or an enclosing one)."""
+    return source.kind == "elem"
 
 
 def items(scope: Scope, elem: Any) -> tuple[Any, tuple[str, ...]]:
-    """The array a scope walks below `elem` (its fallback when empty) and where it is."""
+    """The array a scope walks below `elem` (its fallback when that one is empty) and where it is."""
     found = get_in(elem, scope.src_rel)
-    fallback = getattr(scope, "fallback_rel", None)
-    if fallback is not None and (type(found) is not list or not found):
-        return get_in(elem, fallback), fallback
+    if scope.fallback_rel is not None and (type(found) is not list or not found):
+        return get_in(elem, scope.fallback_rel), scope.fallback_rel
     return found, scope.src_rel
 
 
 def document_key(program: Program, tokens: tuple[str, ...]) -> Any:
     """The member key a document is bound to (``document.each``), or MISSING."""
-    each = getattr(program, "each", None)
+    each = program.each
     if each and len(tokens) > len(each) and tuple(tokens[: len(each)]) == tuple(each):
         return tokens[len(each)]
     return MISSING
@@ -113,14 +111,9 @@ class Coverage:
         return [r for r in self.rows if r.fired == 0]
 
 
-def _collect_top(program: Program, out: dict[int, RowCount]) -> None:
-    for rule in getattr(program, "top_rules", ()) or ():
-        out[id(rule)] = RowCount(rule, "", chosen=[0] * len(rule.sources))
-
-
 def _collect(scope: Scope, name: str, out: dict[int, RowCount]) -> None:
     for rule in scope.rules:
-        if getattr(rule.spec, "reverse_only", False):
+        if rule.spec.reverse_only:
             continue
         out[id(rule)] = RowCount(rule, name, chosen=[0] * len(rule.sources))
     for child in scope.children:
@@ -131,8 +124,7 @@ def measure(program: Program, inputs: Iterable[tuple[str, bytes, bool]]) -> Cove
     """Coverage of `program` over `inputs`: (file name, bytes, is JSONL) per file."""
     report = Coverage(program)
     counts: dict[int, RowCount] = {}
-    _collect(program.root, "", counts)
-    _collect_top(program, counts)
+    _collect(program.root, program.root.src.text, counts)
     order = list(counts)
     for name, data, jsonl in inputs:
         report.files += 1
@@ -162,7 +154,6 @@ def measure(program: Program, inputs: Iterable[tuple[str, bytes, bool]]) -> Cove
 
 def _count_rows(program: Program, doc: Any, mapped: list[run.Mapped], counts: dict[int, RowCount]) -> None:
     for node, ctx, key in node_contexts(program, doc, mapped):
-        _ask(getattr(program, "top_rules", ()) or (), frame(doc, (), (key,)), ctx, counts)
         _visit(program.root, node, (), (key,), ctx, counts)
 
 
@@ -199,13 +190,31 @@ def _visit(
                 _visit(child, item, (*up, elem), (*idx, i), ctx, counts)
 
 
+def residual_key(program: Program, text: str) -> str:
+    """The key a stored residual pointer is counted by over a corpus: normalized as
+    ``unknown_key_counts`` does (array positions as ``*``), and the member key of a document
+    (``document.each``: ``/attempts/1/…``) as ``*`` too, so members of all documents add up."""
+    key = normalize(text, program.count_tree)
+    if program.each is not None:
+        base = pointer_text(program.each) + "/"
+        if key.startswith(base) and len(key) > len(base):
+            rest = key[len(base) :]
+            cut = rest.find("/")
+            key = base + "*" + (rest[cut:] if cut >= 0 else "")
+    return key
+
+
 def _count_residuals(program: Program, mapped: list[run.Mapped], out: dict[str, KeyCount]) -> None:
     source = program.spec.source
     seen: set[str] = set()
+    pointers: set[str] = set()  # the input's own keys are kept with every member: count them once
     for m in mapped:
         entry = ((m.story.get("unknown_fields") or {}).get("sources") or {}).get(source) or {}
         for text in entry.get("fields") or {}:
-            key = normalize(text, program.count_tree)
+            if text in pointers:
+                continue
+            pointers.add(text)
+            key = residual_key(program, text)
             count = out.setdefault(key, KeyCount())
             count.occurrences += 1
             if key not in seen:

@@ -13,19 +13,25 @@ Defect classes of the analysis, one code each:
 - ``lint.unknown_target``: a target names no place in a Storyline (``storyline-v1`` schema);
 - ``lint.unknown_schema``: ``input_schema`` names no shipped schema;
 - ``lint.overlapping_targets``: one row writes inside what another row writes, with values
-  that are not the same data (inverted, the two would fight over the source);
+  that are not the same data (inverted, the two would fight over the source; a ``derived``
+  row never claims a value when inverted, so an overlap with one is fine);
 - ``lint.required_target``: a key Storyline requires (``session``, ``agent/id``,
   ``turns/{t}/msg``, ``tool_calls/{c}/fn``, …) that no row writes;
-- ``lint.unreachable_row``: a row that can never fire (it reads a key the object's known keys
-  do not list, which is captured as a residual instead; a literal index into a declared array;
-  a first_of source after one that is always present, or repeated; a later row with the same
-  source and targets; a ``when`` condition the input schema rules out);
-- ``lint.no_reverse``: a row whose reverse is undefined (a ``call`` row that is not ``derived``;
-  a converting copy without ``reverse_call``);
+- ``lint.unreachable_row``: a row that can never fire (an authoritative copy of a key the
+  object's known keys do not list, which is captured as a residual instead, or a first_of chain
+  of such keys only; a literal index into a declared array; a first_of source after one that is
+  always present, or repeated; a later row with the same source and targets; a ``when``
+  condition the input schema rules out);
+- ``lint.no_reverse``: a row whose reverse is undefined (a ``call`` row that is not ``derived``
+  and has no ``reverse``; a converting copy without ``reverse_call``; a copy from an enclosing
+  element into every element of an array, which many values would write back into one);
 - ``lint.ambiguous_reverse``: a copy whose target is also another row's primary target;
 - ``lint.reverse_conflict``: two rows that write back into the same source value;
 - ``lint.unread_key``: a known key that no row, array or nested document reads (its value
   would be dropped: neither mapped nor kept in ``unknown_fields``).
+
+A fallback array (``else`` of an ``arrays`` entry) holds elements of the same kind as its primary
+array and the same rows read them: its element pattern is an alias of the primary one.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from typing import Any
 
 import yaml
 
-from mapc.engine import pointer
+from mapc.engine import functions, pointer
 from mapc.engine.compile import compile_spec
 from mapc.engine.problems import MapcError, Problem, SpecLocation
 from mapc.engine.schema import compiled_validator, load_schema
@@ -186,6 +192,20 @@ def arrays(spec: Spec) -> list[tuple[Template, Template, Template | None]]:
     return out
 
 
+def aliases(spec: Spec) -> list[tuple[tuple[Any, ...], tuple[Any, ...]]]:
+    """(fallback element, primary element) generic tokens of each array with a fallback: the rows
+    of the primary element read the fallback's elements too."""
+    return [(_generic(fallback.tokens), _generic(src.tokens)) for src, _, fallback in arrays(spec) if fallback]
+
+
+def _primary(tokens: tuple[Any, ...], alias: list[tuple[tuple[Any, ...], tuple[Any, ...]]]) -> tuple[Any, ...]:
+    """Generic `tokens` with a fallback element prefix replaced by its primary element."""
+    for fallback, primary in alias:
+        if _is_prefix(fallback, tokens):
+            return (*primary, *tokens[len(fallback) :])
+    return tokens
+
+
 def _undone(rule: RuleSpec) -> bool:
     """The row says how its reverse is done (`reverse: {call, args, to}`)."""
     return getattr(rule, "reverse", None) is not None
@@ -233,6 +253,7 @@ class _Analysis:
         yield from self.unreachable_rows()
         yield from self.undefined_reverses()
         yield from self.unread_keys()
+        yield from self.detect_functions()
 
     # -- targets ----------------------------------------------------------------
 
@@ -260,8 +281,8 @@ class _Analysis:
                     continue
                 if _mirrors(rule, target, other, inner):
                     continue
-                if other.derived and _authoritative(rule):
-                    continue  # a promotion inside a whole copy: the reverse restores the copy
+                if other.derived or rule.derived:
+                    continue  # a promotion never claims a value when inverted
                 yield Problem(
                     "lint.overlapping_targets",
                     f"/rules/{other.index}/to",
@@ -303,22 +324,14 @@ class _Analysis:
     def unreachable_rows(self) -> Iterator[Problem]:
         objects = [(t, keys) for t, keys, _ in self.spec.objects]
         array_parents = {_generic(src.tokens[:-1]) for src, _, _ in arrays(self.spec)}
+        array_parents |= {_generic(fb.tokens[:-1]) for _, _, fb in arrays(self.spec) if fb is not None}
         seen: dict[tuple[Any, ...], RuleSpec] = {}
         for rule in self.spec.rules:
             if _reverse_only(rule):
                 continue
             at = f"/rules/{rule.index}"
-            for source in _own(rule):
-                unlisted = _unlisted_key(source, objects)
-                if unlisted is not None:
-                    obj, key = unlisted
-                    yield Problem(
-                        "lint.unreachable_row",
-                        at,
-                        f"{rule.label} reads {source}, but {key!r} is not a known key of {obj or '/'} "
-                        "(objects): the value goes to unknown_fields instead (add the key to objects)",
-                        rule.at,
-                    )
+            yield from self._unlisted_sources(rule, at, objects)
+            for source in source_pointers(rule):
                 for i in range(1, len(source.tokens)):
                     if _generic(source.tokens[:i]) in array_parents and not isinstance(source.tokens[i], Var):
                         array = _shape(Template("", source.tokens[:i]))
@@ -349,6 +362,33 @@ class _Analysis:
                         rule.at,
                     )
                 seen.setdefault(key, rule)
+
+    def _unlisted_sources(
+        self, rule: RuleSpec, at: str, objects: list[tuple[Template, frozenset[str]]]
+    ) -> Iterator[Problem]:
+        """A row that only reads keys its objects do not list: their values are residuals.
+
+        Only an authoritative copy is told (a derived row, a call or a first_of chain may read
+        a key kept whole in unknown_fields on purpose, as a later or computed candidate); a
+        first_of chain is told when every candidate is such a key.
+        """
+        if not _authoritative(rule) or rule.op not in ("copy", "first_of"):
+            return
+        if not rule.sources or not all(isinstance(s, Template) for s in rule.sources):
+            return
+        found = [_unlisted_key(s, objects) for s in rule.sources]  # type: ignore[arg-type]
+        if None in found:
+            return
+        for source, (obj, key) in zip(rule.sources, found, strict=True):  # type: ignore[misc]
+            chain = " (and every other first_of candidate is one too)" if rule.op == "first_of" else ""
+            yield Problem(
+                "lint.unreachable_row",
+                at,
+                f"{rule.label} reads {source}, but {key!r} is not a known key of {obj or '/'} "
+                f"(objects){chain}: the value goes to unknown_fields instead (add the key to objects)",
+                rule.at,
+            )
+            break
 
     def _shadowed_chain(self, rule: RuleSpec, at: str) -> Iterator[Problem]:
         shown: set[str] = set()
@@ -429,8 +469,38 @@ class _Analysis:
                     "reverse_call)",
                     rule.at,
                 )
+        yield from self._many_to_one()
         yield from self._ambiguous_reverses()
         yield from self._reverse_conflicts()
+
+    def _many_to_one(self) -> Iterator[Problem]:
+        """An authoritative copy from a value of an enclosing element (or of the document) into
+        every element of an array: the reverse has one place for many values."""
+        for rule in self.spec.rules:
+            if not _authoritative(rule) or _reverse_only(rule) or not rule.targets:
+                continue
+            first = rule.sources[0] if rule.sources else None
+            if not isinstance(first, Template):
+                continue
+            target = rule.targets[0]
+            if self._target_depth(target) > self._source_depth(first):
+                yield Problem(
+                    "lint.no_reverse",
+                    f"/rules/{rule.index}",
+                    f"{rule.label} copies {first}, a value of an enclosing element, to {target} in every "
+                    "element: the reverse would have many values for one place (mark it derived)",
+                    rule.at,
+                )
+
+    def _source_depth(self, template: Template) -> int:
+        tokens = _generic(template.tokens)
+        heads = [_generic(src.tokens) for src, _, _ in arrays(self.spec)]
+        heads += [_generic(fb.tokens) for _, _, fb in arrays(self.spec) if fb is not None]
+        return sum(1 for h in heads if _is_prefix(h, tokens))
+
+    def _target_depth(self, template: Template) -> int:
+        tokens = _generic(template.tokens)
+        return sum(1 for _, dst, _ in arrays(self.spec) if _is_prefix(_generic(dst.tokens), tokens))
 
     def _ambiguous_reverses(self) -> Iterator[Problem]:
         rules = [r for r in self.spec.rules if r.targets]
@@ -489,7 +559,7 @@ class _Analysis:
         for src, _, fallback in arrays(spec):
             readers.append(_generic(src.tokens))
             if fallback is not None:
-                readers.append(_generic(fallback.tokens))
+                readers.append(_generic(fallback.tokens[:-1]))  # its elements: aliases of the primary's
         for rule in spec.rules:
             reverse = getattr(rule, "reverse", None)
             readers += [_generic(t.tokens) for t in (reverse.targets if reverse is not None else ())]
@@ -501,8 +571,10 @@ class _Analysis:
             readers.append(_generic(spec.children.tokens))
         if spec.document_id is not None:
             readers += [_generic(s.tokens) for s in source_pointers(spec.document_id)]
+        alias = aliases(spec)
+        readers = [_primary(r, alias) for r in readers]
         for template, keys, at in spec.objects:
-            base = _generic(template.tokens)
+            base = _primary(_generic(template.tokens), alias)
             for key in sorted(keys):
                 place = (*base, key)
                 if not any(_is_prefix(place, r) for r in readers):
@@ -513,6 +585,39 @@ class _Analysis:
                         "would be neither mapped nor kept in unknown_fields",
                         at,
                     )
+
+    # -- detection and preparation ----------------------------------------------------
+
+    def detect_functions(self) -> Iterator[Problem]:
+        """A `call` of a detection rule or a prepare step names no registered function."""
+        detect = getattr(self.spec, "detect", None)
+        content = detect.get("content") if isinstance(detect, dict) else None
+
+        def walk(rules: Any, at: str) -> Iterator[Problem]:
+            for i, rule in enumerate(rules if isinstance(rules, list) else ()):
+                if not isinstance(rule, dict):
+                    continue
+                name = rule.get("call")
+                if isinstance(name, str) and functions.lookup(name) is None:
+                    yield Problem(
+                        "spec.unknown_function",
+                        f"{at}/{i}/call",
+                        f"detection calls {name!r}, which is no registered function",
+                        self.spec.at,
+                    )
+                yield from walk(rule.get("any"), f"{at}/{i}/any")
+
+        yield from walk(content, "/detect/content")
+        prepare = getattr(self.spec, "prepare", None)
+        for i, step in enumerate(prepare if isinstance(prepare, list) else ()):
+            name = step.get("call") if isinstance(step, dict) else None
+            if isinstance(name, str) and functions.lookup(name) is None:
+                yield Problem(
+                    "spec.unknown_function",
+                    f"/prepare/{i}/call",
+                    f"prepare calls {name!r}, which is no registered function",
+                    self.spec.at,
+                )
 
 
 def _mirrors(outer: RuleSpec, outer_target: Template, inner: RuleSpec, inner_target: Template) -> bool:

@@ -11,6 +11,11 @@ come from) and every Storyline place its value reaches:
 - for nested documents (``document.children``): the node becomes a new Storyline (``""``), its
   identity rows reach the parent's ``/children/{c}``, and the parent's identity sources reach the
   child's ``/parent/psid``;
+- for members that are documents (``document.each``): each member becomes a Storyline (``""``);
+- a source read through an array's fallback (``else``) is listed beside the primary source: the
+  same rows read the elements of both arrays;
+- the key or position a variable is bound to (``{var: a}``) is a row of its own (``{a}``);
+- the pointer ``document.id`` copies reaches the residuals' ``source_document_id``;
 - the unmapped keys of every known object reach ``/unknown_fields/sources/{source}/fields/{E(P)}``.
 
 Reverse-only rows are not part of the forward table.
@@ -22,7 +27,7 @@ from dataclasses import dataclass
 
 from mapc.engine import pointer
 from mapc.engine.lint import arrays, source_pointers
-from mapc.engine.spec import RuleSpec, Spec
+from mapc.engine.spec import RuleSpec, Spec, VarRef
 from mapc.engine.template import Template, Var, format_tokens
 
 IDENTITY = ("trajectory", "session")  # the hub's document identity: /trajectory, else /session
@@ -59,30 +64,85 @@ def mapping_rows(spec: Spec) -> list[Row]:
     """The rows of `spec`'s table, in the order their first rule appears in the spec."""
     rows: dict[tuple[str, ...], tuple[list[str], list[int]]] = {}
     forward = [r for r in spec.rules if not _reverse_only(r) and r.op != "const"]
+    if spec.each is not None:
+        _add(rows, (spec.each.text,), ['""'])
     for rule in forward:
         for source in source_pointers(rule):  # sources, computed candidates' args, `with` args
             _add(rows, (source.text,), [t.text for t in rule.targets], rule.index)
+        for var in _variables(rule):
+            _add(rows, (str(var),), [t.text for t in rule.targets], rule.index)
     # values reached inside a value copied whole
     whole = [r for r in forward if r.op == "copy" and not r.derived and not r.call]
     for key in list(rows):
+        if not key[0].startswith("/"):
+            continue  # a variable's key or position
         src = _template(key[0])
         for rule in whole:
             s = rule.sources[0]
             if isinstance(s, Template) and len(s.tokens) < len(src.tokens) and src.starts_with(s):
                 rest = src.tokens[len(s.tokens) :]
                 _add(rows, key, [format_tokens((*t.tokens, *rest)) for t in rule.targets], rule.index)
-    # a source that is a declared array reaches the Storyline array
-    for src, dst, _ in arrays(spec):
-        container = format_tokens(src.tokens[:-1])
-        if (container,) in rows:
-            _add(rows, (container,), [format_tokens(dst.tokens[:-1])])
+    # a source that is a declared array (or its fallback) reaches the Storyline array
+    for src, dst, fallback in arrays(spec):
+        for array in (src, fallback) if fallback is not None else (src,):
+            container = format_tokens(array.tokens[:-1])
+            if (container,) in rows:
+                _add(rows, (container,), [format_tokens(dst.tokens[:-1])])
     if spec.children is not None:
         _children_rows(spec, forward, rows)
+    doc_id = spec.document_id
+    if doc_id is not None and doc_id.op == "copy":
+        at = f"/unknown_fields/sources/{pointer.escape(spec.source)}/source_document_id"
+        for source in source_pointers(doc_id):
+            _add(rows, (source.text,), [at])
+    rows = _with_fallbacks(spec, rows)
     unmapped = [format_tokens((*t.tokens, Var("unmapped-" + _singular(t)))) for t, _, _ in spec.objects]
     if unmapped:
         field = f"/unknown_fields/sources/{pointer.escape(spec.source)}/fields/{{E(P)}}"
         _add(rows, tuple(unmapped), [field])
     return [Row(k, tuple(targets), tuple(rules)) for k, (targets, rules) in rows.items()]
+
+
+def _variables(rule: RuleSpec) -> list[VarRef]:
+    """The variables whose key or position the forward of `rule` reads (through computed refs)."""
+    out: list[VarRef] = []
+
+    def walk(refs: tuple[object, ...]) -> None:
+        for ref in refs:
+            if isinstance(ref, VarRef):
+                out.append(ref)
+            else:
+                walk(getattr(ref, "args", ()) or ())
+
+    walk((*rule.sources, *rule.with_args))
+    return out
+
+
+Rows = dict[tuple[str, ...], tuple[list[str], list[int]]]
+
+
+def _with_fallbacks(spec: Spec, rows: Rows) -> Rows:
+    """Rows whose source lies below an array element with a fallback array list the fallback's
+    pointer beside it (``/steps/{s}/tools/{c}/name`` and ``…/tool_calls/{c}/name``)."""
+    pairs = [(src.tokens, fb.tokens) for src, _, fb in arrays(spec) if fb is not None]
+    if not pairs:
+        return rows
+    out: Rows = {}
+    for key, value in rows.items():
+        new: tuple[str, ...] = key
+        if len(key) == 1 and not key[0].startswith("{"):
+            tokens = _template(key[0]).tokens
+            for primary, fallback in pairs:
+                if tokens[: len(primary)] == primary:
+                    new = (key[0], format_tokens((*fallback, *tokens[len(primary) :])))
+                    break
+        if new in out:
+            targets, rules = out[new]
+            targets.extend(t for t in value[0] if t not in targets)
+            rules.extend(r for r in value[1] if r not in rules)
+        else:
+            out[new] = value
+    return out
 
 
 def _children_rows(
@@ -113,8 +173,8 @@ def _children_rows(
     if parents:
         _add(rows, tuple(parents), ["/parent/psid"])
     # keep each child row's targets in a stable order: /children first, then identity
-    for key, (targets, _) in rows.items():
-        if key[0].startswith(kids.text + "/") and child_link in targets:
+    for row, (targets, _) in rows.items():
+        if row[0].startswith(kids.text + "/") and child_link in targets:
             targets[:] = [child_link] + [t for t in targets if t != child_link]
 
 
@@ -146,8 +206,16 @@ def markdown(spec: Spec) -> str:
     import json
 
     lines = [f"| {spec.title} pointer | Storyline pointer(s) |", "|---|---|"]
-    for row in mapping_rows(spec):
+    rows = mapping_rows(spec)
+    for row in rows:
         lines.append(f"| {_cell(row.sources)} | {_cell(row.targets)} |")
+    bound = [r.sources[0] for r in rows if r.sources[0].startswith("{")]
+    if bound:
+        lines.append("")
+        lines.append(f"{', '.join(f'`{b}`' for b in bound)}: the key or position the variable is bound to.")
+    if spec.each is not None:
+        lines.append("")
+        lines.append(f'`""`: each member at `{spec.each.text}` becomes one Storyline.')
     consts = constants(spec)
     if consts:
         lines.append("")

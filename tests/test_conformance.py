@@ -115,9 +115,23 @@ def test_every_code_a_case_expects_is_in_the_catalogue():
 
 def test_every_code_the_engine_emits_is_in_the_catalogue():
     found: set[str] = set()
-    for path in sorted((ROOT / "engine").glob("*.py")):
-        found.update(_CODE.findall(path.read_text(encoding="utf-8")))
+    for folder in ("engine", "mappings", "cli", "api"):
+        for path in sorted((ROOT / folder).glob("*.py")):
+            found.update(_CODE.findall(path.read_text(encoding="utf-8")))
     missing = sorted(c for c in found if not _documented(c))
+    assert not missing, f"add these to the catalogue in conformance/README.md: {missing}"
+
+
+# A `call` check function returns (pointer, code, message) triples; the problem's code is check.<code>.
+_CHECK_TRIPLE = re.compile(r"""\(\s*f?["'][/{][^"']*["'],\s*["']([a-z_]+)["'],""")
+
+
+def test_every_code_a_check_function_returns_is_in_the_catalogue():
+    found = set()
+    for path in sorted((ROOT / "mappings").glob("*.py")):
+        found.update(f"check.{code}" for code in _CHECK_TRIPLE.findall(path.read_text(encoding="utf-8")))
+    assert {"check.duplicate_tool_id", "check.unknown_tool_reference"} <= found
+    missing = sorted(c for c in found if c not in CATALOGUE)
     assert not missing, f"add these to the catalogue in conformance/README.md: {missing}"
 
 

@@ -96,3 +96,54 @@ def test_explain_nothing_there(runner):
     result = runner.invoke(cli, ["explain", "atif", TICKET, "/steps/7"])
     assert result.exit_code == 1
     assert "explain.not_found" in result.stderr
+
+
+# --- ACTF (document.each, fallback tool lists, the grown spec language) --------------------------
+
+ACTF = FIXTURES / "actf"
+REPAIR = str(ACTF / "code-repair.actf.json")
+
+
+def test_lint_actf(runner):
+    result = runner.invoke(cli, ["spec", "lint", "actf"])
+    assert result.exit_code == 0, result.output
+    assert result.output == "actf.yaml: no problems\n"
+
+
+def test_table_actf(runner):
+    result = runner.invoke(cli, ["spec", "table", "actf"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("| ACTF v1.0 pointer | Storyline pointer(s) |\n|---|---|\n")
+    assert '| `/attempts/{a}` | `""` |' in result.output
+    assert "| `/attempts/{a}/trajectory/steps/{s}/step_id` | `/turns/{t}/id` `/turns/{t}/tool_calls/{c}/tcid` |" in (
+        result.output
+    )
+    assert "`/attempts/{a}/trajectory/steps/{s}/assistant_content/tool_calls/{c}/name`" in result.output
+
+
+def test_coverage_actf(runner):
+    result = runner.invoke(cli, ["spec", "coverage", "actf", str(ACTF)])
+    assert result.exit_code == 0, result.output
+    assert "| `/attempts/*/trajectory/steps/*/fixture_extension` | 1 | 1 |" in result.output
+    data = json.loads(runner.invoke(cli, ["spec", "coverage", "actf", str(ACTF), "--json"]).output)
+    assert (data["documents"], data["storylines"], data["failures"]) == (2, 2, [])
+    [attempt_id] = [r for r in data["rows"] if r["targets"] == ["/attempt_id"]]
+    assert (attempt_id["sources"], attempt_id["fired"], attempt_id["scope"]) == (["{a}"], 2, "/attempts/{a}")
+
+
+def test_explain_actf(runner, tmp_path):
+    result = runner.invoke(cli, ["explain", "actf", REPAIR, "/attempts/1/trajectory/steps/0/tools/0/name"])
+    assert result.exit_code == 0, result.output
+    assert "/0/turns/0/tool_calls/0/fn" in result.output and "actf.yaml:" in result.output
+    result = runner.invoke(cli, ["explain", "actf", REPAIR, "/task_id", "--json"])
+    assert result.exit_code == 0, result.output
+    assert ["/0/run"] in [f.get("targets") for f in json.loads(result.output)]
+    # a Storyline pointer (any root key of a Storyline), on the input or on a Storyline file
+    result = runner.invoke(cli, ["explain", "actf", REPAIR, "/final_metrics/correct"])
+    assert result.exit_code == 0, result.output
+    assert "copies it from /attempts/1/correct" in result.output
+    story = tmp_path / "story.json"
+    story.write_text(runner.invoke(cli, ["run", "actf", REPAIR]).output)
+    result = runner.invoke(cli, ["explain", "actf", str(story), "/turns/0/tool_calls/0/tcid"])
+    assert result.exit_code == 0, result.output
+    assert "actf_tool_id(/attempts/1/trajectory/steps/0/tools/0/id" in result.output

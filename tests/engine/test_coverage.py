@@ -87,3 +87,50 @@ def test_reports():
     assert data["unknown_fields"] == {"/vendor": {"occurrences": 1, "documents": 1}}
     assert data["failures"][0]["code"] == "json.invalid"
     assert json.dumps(data)
+
+
+# --- ACTF: one Storyline per attempt, fallback tool lists, the task's own keys -----------------
+
+ACTF_FILES = sorted((FIXTURES / "actf").glob("*.json"))
+
+
+def _two_attempts() -> dict:
+    """The code-repair task with a second attempt whose first step lists its tools only in
+    assistant_content.tool_calls, an unknown step key, and an unknown key of the task."""
+    doc = json.loads((FIXTURES / "actf" / "code-repair.actf.json").read_text(encoding="utf-8"))
+    second = json.loads(json.dumps(doc["attempts"]["1"]))
+    second["trajectory"]["steps"][0]["tools"] = []
+    second["trajectory"]["steps"][0]["vendor"] = 1
+    return {**doc, "attempts": {**doc["attempts"], "2": second}, "attempts_tried": 2, "k": 2, "region": "eu"}
+
+
+def test_actf_fixtures():
+    docs = [json.loads(f.read_bytes()) for f in ACTF_FILES]
+    report = measure(catalog.program("actf"), [(f.name, f.read_bytes(), False) for f in ACTF_FILES])
+    attempts = sum(len(d["attempts"]) for d in docs)
+    assert (report.files, report.documents, report.storylines, report.failures) == (2, 2, attempts, [])
+    steps = sum(len(a["trajectory"]["steps"]) for d in docs for a in d["attempts"].values())
+    step_id = _by_source(report, "/attempts/{a}/trajectory/steps/{s}/step_id")
+    assert (step_id.fired, step_id.tried, step_id.scope) == (steps, steps, "/attempts/{a}/trajectory/steps/{s}")
+    member = _by_source(report, "{a}")  # the attempt key → /attempt_id
+    assert (member.fired, member.tried) == (attempts, attempts)
+    never = {str(r.rule.spec.sources[0]) for r in report.never_fired}
+    assert "/retry_count" in never and "/task_id" not in never
+    assert {k: (c.occurrences, c.documents) for k, c in report.residuals.items()} == {
+        "/attempts/*/trajectory/steps/*/fixture_extension": (1, 1)
+    }
+
+
+def test_actf_members_fallback_tools_and_the_tasks_own_keys():
+    report = measure(catalog.program("actf"), [("two.json", json.dumps(_two_attempts()).encode(), False)])
+    assert (report.documents, report.storylines, report.failures) == (1, 2, [])
+    run_row = _by_source(report, "/task_id")
+    assert (run_row.fired, run_row.tried, run_row.scope) == (2, 2, "/attempts/{a}")  # once per attempt
+    # the second attempt's tool comes from its fallback list: the tool rows ran on both
+    name = next(r for r in report.rows if r.rule.spec.targets[0].text == "/turns/{t}/tool_calls/{c}/fn")
+    assert (name.fired, name.tried, name.chosen) == (2, 2, [2, 0, 0])
+    counts = {k: (c.occurrences, c.documents) for k, c in report.residuals.items()}
+    assert counts["/region"] == (1, 1)  # kept with both Storylines, counted once
+    assert counts["/attempts/*/trajectory/steps/*/vendor"] == (1, 1)
+    text = markdown(report)
+    assert "| `/region` | 1 | 1 |" in text and "| `/attempts/*/trajectory/steps/*/vendor` | 1 | 1 |" in text

@@ -34,6 +34,62 @@ rules:
 """
 NEXT_LINE = BASE.count("\n") + 1  # the line an appended rule lands on
 
+# The grown language, clean: a fallback array (`else`), a derived whole object with authoritative
+# rows inside it, first_of chains whose later or computed candidates read keys kept whole in
+# unknown_fields (`function`), every check kind, preparation and detection.  Rows come last (tests append).
+GROWN = """\
+name: toy
+source: toy
+document:
+  id: {from: /name}
+arrays:
+  "/items/{i}": "/turns/{t}"
+  "/items/{i}/calls/{c}":
+    to: "/turns/{t}/tool_calls/{c}"
+    else: "/items/{i}/alt/{c}"
+    omit_empty: true
+objects:
+  "": [items, name, bot, summary]
+  "/items/{i}": [id, who, text, calls, alt]
+  "/items/{i}/calls/{c}": &call [id, fn, args]
+  "/items/{i}/alt/{c}": *call
+checks:
+  - {nonblank: /name}
+  - {nonempty: /bot}
+  - {nonempty_any: [/name, /bot]}
+  - {unique: "/items/{i}/id"}
+  - {minimum: 1, at: "/items/{i}/id"}
+  - {increasing: "/items/{i}/id"}
+  - {timestamp: "/items/{i}/ts"}
+  - {size_of: /items, equals: /count}
+  - {at_most: /count, at: /tried}
+  - {nonblank_keys: /summary}
+  - {same_if_both: ["/items/{i}/calls", "/items/{i}/alt"]}
+  - {call: actf_step_problems, at: "/items/{i}"}
+  - {nonempty: "/items/{i}/who", each: "/items/{i}", documents: all}
+prepare:
+  - {at: "/items/{i}/calls", when: object, call: actf_other_fields}
+detect:
+  paths: ["*.toy.json"]
+  content:
+    - {order: 50, has: [/items], prefix: {/name: toy}}
+    - {order: 51, first: true, any: [{has: [/bot]}, {call: actf_document}]}
+rules:
+  - {const: storyline/v1, to: /schema_version}
+  - {from: /name, to: /session}
+  - {from: /bot, to: /agent/id}
+  - {call: actf_metric, args: [/summary], to: /final_metrics, derived: true}
+  - {from: /summary/ok, to: /final_metrics/ok}
+  - {from: "/items/{i}/id", to: "/turns/{t}/id"}
+  - {from: "/items/{i}/who", to: "/turns/{t}/src"}
+  - {from: "/items/{i}/text", to: "/turns/{t}/msg", keep_null: true}
+  - {from: "/items/{i}/calls/{c}/id", to: "/turns/{t}/tool_calls/{c}/tcid"}
+  - first_of: ["/items/{i}/calls/{c}/fn", "/items/{i}/calls/{c}/function/name"]
+    to: "/turns/{t}/tool_calls/{c}/fn"
+  - first_of: ["/items/{i}/calls/{c}/args", {call: actf_command_args, args: ["/items/{i}/calls/{c}/function"]}]
+    to: "/turns/{t}/tool_calls/{c}/args"
+"""
+
 
 def _lint(text: str) -> list:
     return lint_path("toy.yaml", text)
@@ -59,6 +115,10 @@ def test_shipped_specs_are_clean(name: str):
     assert [str(p) for p in lint_path(f"{name}.yaml", text)] == []
 
 
+def test_the_grown_language_is_clean():
+    assert [str(p) for p in _lint(GROWN)] == []
+
+
 # --- unknown functions or variables ---------------------------------------------------------
 
 
@@ -73,14 +133,35 @@ def test_unknown_reverse_function():
     assert p.spec_at.line == NEXT_LINE
 
 
+def test_unknown_functions_in_checks_computed_candidates_and_detection():
+    p = _one(GROWN.replace("{call: actf_step_problems", "{call: no_check"), "spec.unknown_function")
+    assert p.spec_at.line == GROWN.splitlines().index('  - {call: actf_step_problems, at: "/items/{i}"}') + 1
+    assert "spec.unknown_function" in _codes(GROWN.replace("{call: actf_command_args", "{call: no_candidate"))
+    p = _one(GROWN.replace("{call: actf_document}", "{call: no_detector}"), "spec.unknown_function")
+    assert p.pointer == "/detect/content/1/any/1/call"
+    assert p.spec_at.line == GROWN.splitlines().index(next(x for x in GROWN.splitlines() if "actf_document" in x)) + 1
+    p = _one(GROWN.replace("call: actf_other_fields}", "call: no_preparer}"), "spec.unknown_function")
+    assert p.pointer == "/prepare/0/call"
+
+
 def test_unknown_variable_in_a_source():
     p = _one(BASE + '  - {from: "/items/{x}/model", to: /notes}\n', "spec.unbound_variable")
     assert p.spec_at.line == NEXT_LINE
 
 
 def test_variable_in_a_target_the_source_does_not_bind():
-    p = _one(BASE + '  - {from: /name, to: "/turns/{t}/model"}\n', "spec.target_scope")
+    # {c} of the target is bound by no array the source lies in.
+    p = _one(BASE + '  - {from: "/items/{i}/id", to: "/turns/{t}/tool_calls/{c}/tcid"}\n', "spec.target_scope")
     assert p.spec_at.line == NEXT_LINE
+    p = _one(BASE + '  - {from: "/items/{i}/id", to: /notes}\n', "spec.target_scope")  # out of its element
+    assert p.spec_at.line == NEXT_LINE
+    p = _one(BASE + '  - {const: 1, to: "/turns/{x}/nllm"}\n', "spec.target_scope")  # {x}: no array at all
+    assert p.spec_at.line == NEXT_LINE
+
+
+def test_a_row_may_read_a_value_of_an_enclosing_element():
+    text = BASE.replace("[items, name, bot]", "[items, name, bot, model]")
+    assert _codes(text + '  - {from: /model, to: "/turns/{t}/model", derived: true}\n') == []
 
 
 # --- invalid pointers -----------------------------------------------------------------------
@@ -126,6 +207,16 @@ def test_a_row_writing_inside_another_rows_target():
     )
     p = _one(text, "lint.overlapping_targets")
     assert "/agent/id" in p.message
+
+
+def test_an_authoritative_row_inside_a_derived_whole_object_is_not_an_overlap():
+    assert "lint.overlapping_targets" not in _codes(GROWN)
+    # the same whole object written by an authoritative copy is an overlap
+    text = GROWN.replace(
+        "{call: actf_metric, args: [/summary], to: /final_metrics, derived: true}", "{from: /bot, to: /final_metrics}"
+    )
+    p = _one(text, "lint.overlapping_targets")
+    assert "/final_metrics/ok" in p.message
 
 
 def test_a_nested_copy_of_the_same_data_is_not_an_overlap():
@@ -175,6 +266,26 @@ def test_a_source_under_a_key_the_object_does_not_list():
 def test_a_literal_position_into_a_declared_array():
     p = _one(BASE + '  - {from: "/items/0/id", to: /notes}\n', "lint.unreachable_row")
     assert "literal position" in p.message
+    p = _one(GROWN + '  - {from: "/items/{i}/alt/0/id", to: "/turns/{t}/model"}\n', "lint.unreachable_row")
+    assert "literal position" in p.message and "/items/{*}/alt" in p.message  # a fallback array too
+
+
+def test_later_or_computed_candidates_may_read_keys_kept_in_unknown_fields():
+    # `function` is not a known key of a call: kept whole, it round-trips; the chains read it last.
+    assert "lint.unreachable_row" not in _codes(GROWN)
+    # a chain of unknown keys only never fires
+    text = GROWN.replace(
+        '["/items/{i}/calls/{c}/fn", "/items/{i}/calls/{c}/function/name"]',
+        '["/items/{i}/calls/{c}/function/name", "/items/{i}/calls/{c}/name"]',
+    )
+    p = _one(text, "lint.unreachable_row")
+    assert "'function' is not a known key" in p.message and "every other first_of candidate" in p.message
+    # an authoritative copy of one is still told
+    p = _one(
+        GROWN + '  - {from: "/items/{i}/calls/{c}/function/name", to: "/turns/{t}/tool_calls/{c}/kind"}\n',
+        "lint.unreachable_row",
+    )
+    assert "'function' is not a known key" in p.message
 
 
 def test_a_source_repeated_in_a_first_of_chain():
@@ -230,6 +341,12 @@ def test_a_copy_whose_target_is_another_rows_primary_target():
     assert "/trajectory" in p.message and p.spec_at.line == NEXT_LINE
 
 
+def test_a_copy_from_an_enclosing_element_into_every_element():
+    text = BASE.replace("[items, name, bot]", "[items, name, bot, model]")
+    p = _one(text + '  - {from: /model, to: "/turns/{t}/model"}\n', "lint.no_reverse")
+    assert "enclosing element" in p.message and p.pointer == "/rules/6" and p.spec_at.line == NEXT_LINE
+
+
 def test_two_rows_writing_back_one_source():
     p = _one(BASE + "  - {from: /name, to: /trajectory}\n", "lint.reverse_conflict")
     assert "/name" in p.message
@@ -241,6 +358,19 @@ def test_two_rows_writing_back_one_source():
 def test_a_known_key_no_row_reads():
     p = _one(BASE.replace("[id, who, text]", "[id, who, text, model]"), "lint.unread_key")
     assert "'model'" in p.message and p.spec_at.line == 7  # the objects entry of /items/{i}
+
+
+def test_the_rows_of_an_array_read_the_elements_of_its_fallback():
+    # the elements of /items/{i}/alt are read by the rows of /items/{i}/calls/{c}
+    assert "lint.unread_key" not in _codes(GROWN)
+    text = GROWN.replace('"/items/{i}/alt/{c}": *call', '"/items/{i}/alt/{c}": [id, fn, args, extra]')
+    p = _one(text, "lint.unread_key")
+    assert "'extra'" in p.message and "/items/{i}/alt/{c}" in p.message
+    text = GROWN.replace("&call [id, fn, args]", "&call [id, fn, args, extra]")
+    assert [p.pointer for p in _lint(text) if p.code == "lint.unread_key"] == [
+        "/objects/~1items~1{i}~1calls~1{c}",
+        "/objects/~1items~1{i}~1alt~1{c}",
+    ]
 
 
 # --- the spec schema ------------------------------------------------------------------------
@@ -287,10 +417,15 @@ def test_the_spec_schema_grows_with_spec_py():
     assert set(SPEC_SCHEMA["$defs"]["condition"]["enum"]) == set(CONDITIONS)
     check_keys = set(SPEC_SCHEMA["$defs"]["check"]["properties"])
     assert set(CHECK_KINDS) <= check_keys
-    top = set(SPEC_SCHEMA["properties"])
     source = importlib.resources.files("mapc.engine").joinpath("spec.py").read_text(encoding="utf-8")
-    for key in top:
-        assert f'"{key}"' in source, key
+    for keys in (
+        SPEC_SCHEMA["properties"],
+        SPEC_SCHEMA["properties"]["document"]["properties"],
+        SPEC_SCHEMA["properties"]["arrays"]["additionalProperties"]["anyOf"][1]["properties"],
+        check_keys,
+    ):
+        for key in keys:
+            assert f'"{key}"' in source, key
 
 
 def test_the_spec_schema_rejects_what_spec_py_rejects():
@@ -302,7 +437,37 @@ def test_the_spec_schema_rejects_what_spec_py_rejects():
         {**base, "rules": [{"from": "/x", "const": 1, "to": "/y"}]},
         {**base, "rules": [{"from": "/x"}]},
         {**base, "rules": [{"from": "x", "to": "/y"}]},
+        {**base, "rules": [{"from": {"var": "a", "story": "/x"}, "to": "/y"}]},
+        {**base, "rules": [{"from": {"count": "turns"}, "to": "/y"}]},
+        {**base, "rules": [{"call": "f", "to": "/y", "reverse": {"call": "g"}}]},
         {**base, "checks": [{"unique": "/a", "timestamp": "/b"}]},
         {**base, "checks": [{"minimum": 1}]},
+        {**base, "checks": [{"size_of": "/a"}]},
+        {**base, "checks": [{"at_most": "/k"}]},
+        {**base, "checks": [{"call": "f"}]},
+        {**base, "checks": [{"nonblank": "/a", "equals": "/b"}]},
+        {**base, "checks": [{"same_if_both": ["/a"]}]},
+        {**base, "arrays": {"/a/{i}": {"else": "/b/{i}"}}},
+        {**base, "arrays": {"/a/{i}": {"to": "/turns/{t}", "otherwise": "/b/{i}"}}},
+        {**base, "document": {"each": "/a/{a}", "many": True}},
+        {**base, "detect": {"content": [{"has": "/a"}]}},
+        {**base, "prepare": [{"at": "/a/{i}", "when": "list"}]},
     ):
         assert not validator.is_valid(bad), json.dumps(bad)[:200]
+        assert _lint(yaml.safe_dump(bad)), json.dumps(bad)[:200]
+
+
+def test_the_spec_schema_accepts_every_key_of_the_grown_language():
+    validator = jsonschema.Draft202012Validator(SPEC_SCHEMA)
+    data = yaml.safe_load(GROWN)
+    assert [e.message for e in validator.iter_errors(data)] == []
+    rule = {
+        "first_of": [{"parent": "/a"}, {"story": "/b"}, {"source": "/c"}, {"var": "i"}, {"count": "documents"}],
+        "with": [{"call": "f", "args": ["/x", {"var": "i"}]}],
+        "reverse_first_of": ["/y", {"call": "g"}],
+        "reverse": {"call": "h", "args": ["/turns/{t}/x"], "to": ["/a", "/b"]},
+        "write_back_call": "k",
+        "reverse_only": True,
+        "to": "/z",
+    }
+    assert [e.message for e in validator.iter_errors({**data, "rules": [rule]})] == []

@@ -101,3 +101,33 @@ rules:
     text = markdown(spec)
     assert text.startswith("| Toy pointer | Storyline pointer(s) |\n|---|---|\n")
     assert '- `/schema_version` = `"storyline/v1"`' in text
+
+
+def _actf():
+    text = importlib.resources.files("mapc.mappings").joinpath("actf.yaml").read_text(encoding="utf-8")
+    return load_spec("actf.yaml", text)
+
+
+def test_the_actf_table_members_variables_and_fallback_arrays():
+    rows = {r.sources: r.targets for r in mapping_rows(_actf())}
+    step = "/attempts/{a}/trajectory/steps/{s}"
+    assert rows[("/attempts/{a}",)] == ('""',)  # document.each: one Storyline per attempt
+    assert "/attempt_id" in rows[("{a}",)]  # the attempt key
+    assert rows[("{c}",)] == ("/turns/{t}/tool_calls/{c}/tcid",)  # a tool's position
+    assert rows[("/task_id",)] == ("/run", "/session", "/unknown_fields/sources/actf/source_document_id")
+    # a tool's keys are read in `tools`, else in `assistant_content.tool_calls`: one row each
+    name = (f"{step}/tools/{{c}}/name", f"{step}/assistant_content/tool_calls/{{c}}/name")
+    assert rows[name] == ("/turns/{t}/tool_calls/{c}/fn",)
+    assert not any(s == (f"{step}/assistant_content/tool_calls/{{c}}/name",) for s in rows)
+    assert "/turns/{t}/tool_calls" in rows[(f"{step}/tools",)]
+    assert "/turns/{t}/tool_calls" in rows[(f"{step}/assistant_content/tool_calls",)]
+    # computed candidates and Storyline-side arguments: the pointers they read, not {story: …}
+    assert rows[(f"{step}/tools/{{c}}/command", f"{step}/assistant_content/tool_calls/{{c}}/command")] == (
+        "/turns/{t}/tool_calls/{c}/args",
+    )
+    assert rows[(f"{step}/system_prompt",)] == ("/turns/{t}/prompt",)
+    assert rows[(f"{step}/observation/{{o}}",)] == ("/turns/{t}/observation/results/{o}",)
+    assert ("/turns/{t}/nllm", 1) in constants(_actf())
+    text = markdown(_actf())
+    assert text.startswith('| ACTF v1.0 pointer | Storyline pointer(s) |\n|---|---|\n| `/attempts/{a}` | `""` |\n')
+    assert "`{a}`, `{c}`: the key or position the variable is bound to." in text
