@@ -22,7 +22,7 @@ from typing import Any
 from mapc.engine.pointer import escape
 from mapc.engine.program import Frame, Rule, Scope, ScopeFn, pointer_text, put_in
 from mapc.engine.template import Var
-from mapc.engine.values import MISSING
+from mapc.engine.values import MISSING, json_equal
 
 # Conditions as inline expressions over `v` (see program.CONDITIONS for their meaning).
 _CONDITION_CODE = {
@@ -40,7 +40,13 @@ class _Writer:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
-        self.names: dict[str, Any] = {"MISSING": MISSING, "escape": escape, "put_in": put_in, "Frame": Frame}
+        self.names: dict[str, Any] = {
+            "MISSING": MISSING,
+            "escape": escape,
+            "put_in": put_in,
+            "Frame": Frame,
+            "json_equal": json_equal,
+        }
         self._ids: dict[int, str] = {}
         self._locals: dict[tuple[str, tuple[str, ...]], str] = {}
         self.derivers: list[str] = []  # module-level functions emitted beside the scope functions
@@ -247,8 +253,12 @@ def _forward_scope(w: _Writer, scope: Scope, name: str, counter: list[int]) -> N
             w.emit(2, f"base = prefix + {child.pointer_prefix + '/'!r}")
             w.emit(2, f"at = prefix + {pointer_text(child.fallback_rel)!r}")
             # The other array is given back as a copy of this one: keep it unless it is one.
-            w.emit(1, "if other is not MISSING and other is not None and other != items:")
-            w.emit(2, "ctx.residual[at] = other")
+            w.emit(1, "if other is not MISSING and other is not None:")
+            w.emit(2, "if json_equal(other, items):")
+            # Given back as a copy of the chosen array: what is kept below one is kept below both.
+            w.emit(3, "ctx.mirrors[base] = at + '/'")
+            w.emit(2, "else:")
+            w.emit(3, "ctx.residual[at] = other")
         else:
             w.emit(1, f"base = prefix + {child.pointer_prefix + '/'!r}")
         w.emit(1, "if type(items) is list" + (" and items:" if child.omit_empty else ":"))

@@ -194,7 +194,9 @@ class _Compiler:
         for t in rs.targets:
             rel = _relative(t, scope.dst)
             if rel is None or any(isinstance(x, Var) for x in rel):
-                self.fail("spec.target_scope", f"target {t} is not inside {scope.dst or '/'}", rs.at)
+                self.fail(
+                    "spec.target_scope", f"target {t} is not inside {scope.dst.text or 'the document root'}", rs.at
+                )
                 continue
             if not rel and not (rs.op in ("copy", "call") and scope.level > 0):
                 self.fail("spec.target_scope", f"only an array element can be written whole ({t})", rs.at)

@@ -102,6 +102,7 @@ class Context:
     top: Any = None
     key: Any = MISSING
     checks: list[Any] = field(default_factory=list)  # values kept only if the reverse gives them back
+    mirrors: dict[str, str] = field(default_factory=dict)  # chosen array pointer/ -> its copy's pointer/
     out: Frame | None = None  # in a reverse: the source element being rebuilt, with its ancestors
     count: int = 0  # in a reverse: how many Storylines make the document
     first: bool = True  # in a reverse: this is the document's first Storyline (it writes the root)
@@ -279,11 +280,16 @@ class Rule:
 
     def _keep_unchosen(self, frame: Frame, ctx: Context, prefix: str, chosen: int) -> None:
         for j, source in enumerate(self.sources):
-            if j == chosen or not self.owned[j] or not source.plain:
+            if j == chosen:
                 continue
-            v = source.read(frame, ctx)
-            if v is not MISSING and v is not None:
-                ctx.residual[prefix + self.pointer(j)] = v
+            # A computed candidate that is not taken leaves its own inputs unmapped too.
+            inputs = [(source, self.owned[j])] if source.plain else [(a, True) for a in source.args if a.plain]
+            for item, owned in inputs:
+                if not owned or not item.path or (item.kind == "elem" and item.level != len(frame.up)):
+                    continue
+                v = item.read(frame, ctx)
+                if v is not MISSING and v is not None:
+                    ctx.residual[prefix + pointer_text(item.path)] = v
 
     def _without_first(self, frame: Frame, ctx: Context) -> Any:
         for source in self.sources[1:]:

@@ -155,6 +155,20 @@ def _keep_what_the_reverse_loses(ctx: Context) -> None:
             ctx.residual[at] = raw
     ctx.checks.clear()
     ctx.out = None
+    if ctx.mirrors:
+        _mirror_residuals(ctx.residual, ctx.mirrors)
+
+
+def _mirror_residuals(residual: dict[str, Any], mirrors: dict[str, str]) -> None:
+    """Copy what is kept below a chosen array to the array given back as its copy."""
+    for key, value in list(residual.items()):
+        cut = key.find("/", 1)
+        while cut != -1:
+            other = mirrors.get(key[: cut + 1])
+            if other is not None:
+                residual[other + key[cut + 1 :]] = value
+                break
+            cut = key.find("/", cut + 1)
 
 
 # --- reverse -------------------------------------------------------------------------------
@@ -244,15 +258,11 @@ def _reverse_members(program: Program, stories: list[dict[str, Any]]) -> Rebuilt
             continue
         members[key] = out
         mapped.append(Mapped(story, f"{pointer_text(program.each)}/{pointer.escape(key)}"))
-    own = [bool(_own_entry(program, m.story)) for m in mapped]
+    # A document is rebuilt from Storylines that all came from this format, or from none that did.
+    own = [bool(_own_entry(program, m.story)) or _origin(m.story) == program.spec.name for m in mapped]
     if any(own) and not all(own):
-        problems.append(
-            Problem(
-                "residual.mixed_provenance",
-                "",
-                "some Storylines carry residuals of this format and some do not",
-            )
-        )
+        message = "some Storylines came from this format and some did not: they cannot make one document"
+        problems.append(Problem("residual.mixed_provenance", "", message))
     if problems:
         raise MapcError(problems)
     put_in(top, program.each, members)
@@ -320,6 +330,11 @@ def _write_back(rule: Rule, derive: Any, story_frame: Frame, out: Frame, ctx: Co
 # --- residuals -----------------------------------------------------------------------------
 
 Copies = dict[int, tuple[Any, Any]]  # id(original) -> (original, its copy in the output)
+
+
+def _origin(story: dict[str, Any]) -> Any:
+    origin = story.get("origin")
+    return origin.get("format") if type(origin) is dict else None
 
 
 def _own_entry(program: Program, story: dict[str, Any]) -> dict[str, Any] | None:

@@ -507,6 +507,9 @@ class _SpecReader:
         pointers = [self.template(p, *path, kind) for p in raw_list]
         other_raw = item.get("equals") if kind == "size_of" else item.get(kind) if kind == "at_most" else None
         other = self.template(other_raw, *path, kind) if other_raw is not None else None
+        if kind == "same_if_both" and len(raw_list) != 2:
+            self.fail("a same_if_both check compares exactly two pointers", *path)
+            return None
         if kind == "size_of" and other is None:
             self.fail("a size_of check says what the size `equals`", *path)
             return None
