@@ -170,10 +170,10 @@ def _forward_rule(w: _Writer, d: int, rule: Rule, level: int) -> None:
         value = "w"
     for target in rule.targets:
         w.put(inner, "dst", target, value)
-    if rule.condition is not None and rule.authoritative and obj != "ctx.top":
+    if rule.condition is not None and rule.authoritative:
         w.emit(d + 1, "else:")  # kept unless the reverse gives it back (checked at the end)
-        ptr = pointer_text(path)
-        w.emit(d + 2, f"ctx.checks.append(({w.const(rule, 'R')}, fr, dst, prefix + {ptr!r}, v))")
+        at = f"{pointer_text(path)!r}" if obj == "ctx.top" else f"prefix + {pointer_text(path)!r}"
+        w.emit(d + 2, f"ctx.checks.append(({w.const(rule, 'R')}, fr, dst, {at}, v))")
 
 
 def _read_expr(obj: str, path: tuple[str, ...]) -> str:

@@ -257,7 +257,7 @@ class Rule:
             lossy = v is MISSING or (spec.op == "copy" and self.convert is not None)
             if lossy and self.authoritative and raw is not None and self.sources[i].plain:
                 # Kept unless the reverse gives it back (decided once the Storyline is written).
-                ctx.checks.append((self, frame, dst, prefix + self.pointer(i), raw))
+                ctx.checks.append((self, frame, dst, self.at(prefix, i), raw))
         if v is MISSING:
             if self.authoritative:
                 self._keep_unchosen(frame, ctx, prefix, i)
@@ -268,15 +268,20 @@ class Rule:
             self._keep_unchosen(frame, ctx, prefix, i)
             if i > 0 and self.owned[i] and self.sources[i].plain:
                 # The reverse writes the value back to the first source only: keep this one.
-                ctx.residual[prefix + self.pointer(i)] = v
+                ctx.residual[self.at(prefix, i)] = v
             elif i == 0 and json_equal(self._without_first(frame, ctx), v):
                 # The rest of the chain derives the same value, so the reverse would not write
                 # the first source back: keep it.
-                ctx.residual[prefix + self.pointer(0)] = v
+                ctx.residual[self.at(prefix, 0)] = v
 
     def pointer(self, i: int) -> str:
-        """Escaped pointer text of source `i` below the scope element."""
+        """Escaped pointer text of source `i` below the scope element (from the root, for the
+        input's own values: the caller's prefix is then left out, see `at`)."""
         return pointer_text(self.sources[i].path)
+
+    def at(self, prefix: str, i: int) -> str:
+        """The full source pointer of source `i` in the element at `prefix`."""
+        return (prefix if self.sources[i].kind != "top" else "") + self.pointer(i)
 
     def _keep_unchosen(self, frame: Frame, ctx: Context, prefix: str, chosen: int) -> None:
         for j, source in enumerate(self.sources):
@@ -289,7 +294,7 @@ class Rule:
                     continue
                 v = item.read(frame, ctx)
                 if v is not MISSING and v is not None:
-                    ctx.residual[prefix + pointer_text(item.path)] = v
+                    ctx.residual[("" if item.kind == "top" else prefix) + pointer_text(item.path)] = v
 
     def _without_first(self, frame: Frame, ctx: Context) -> Any:
         for source in self.sources[1:]:
