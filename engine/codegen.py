@@ -257,7 +257,7 @@ def _forward_scope(w: _Writer, scope: Scope, name: str, counter: list[int]) -> N
             w.emit(2, "if json_equal(other, items):")
             # Given back as a copy of the chosen array: what is kept below one is kept below both.
             w.emit(3, "ctx.mirrors[base] = at + '/'")
-            w.emit(2, "else:")
+            w.emit(2, "elif not (other == [] and not (type(items) is list and items)):")  # [] comes back as []
             w.emit(3, "ctx.residual[at] = other")
         else:
             w.emit(1, f"base = prefix + {child.pointer_prefix + '/'!r}")
@@ -309,7 +309,12 @@ def _reverse_rule(w: _Writer, d: int, rule: Rule, level: int) -> None:
     if rule.write_back is not None and rule.targets and not any(s.kind == "top" for s in rule.sources):
         target = rule.targets[0]
         if target:
-            w.emit(d, f"if {w.path_local(d, 'elem', target)} not in (MISSING, None):")
+            absent = (
+                "(MISSING,)"
+                if rule.spec.op == "first_of" and not rule.spec.nonempty and not rule.convert
+                else "(MISSING, None)"
+            )
+            w.emit(d, f"if {w.path_local(d, 'elem', target)} not in {absent}:")
             d += 1
         derive = _deriver(w, rule, level)
         w.emit(

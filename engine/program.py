@@ -79,6 +79,7 @@ def pointer_text(path: Path) -> str:
 
 CONDITIONS: dict[str, Callable[[Any], bool]] = {
     "nonempty": lambda v: not is_empty(v),
+    "text": lambda v: type(v) is str and v != "",  # a non-empty string
     "integer": lambda v: type(v) is int and -(2**63) <= v < 2**63,  # an i64, as Storyline integers
     "number": lambda v: type(v) in (int, float),
     "string": lambda v: type(v) is str,
@@ -224,7 +225,7 @@ class Rule:
             if v is MISSING:
                 continue
             if spec.op == "first_of":
-                if spec.nonempty and is_empty(v):
+                if (spec.nonempty and is_empty(v)) or (self.condition is not None and not self.condition(v)):
                     continue
                 return i, v
             if v is None and not spec.keep_null:
@@ -266,6 +267,8 @@ class Rule:
             put_in(dst, target, v)
         if spec.op == "first_of" and self.authoritative:
             self._keep_unchosen(frame, ctx, prefix, i)
+            if i > 0 and self.sources[i].kind == "call" and self.write_back_fn is not None:
+                ctx.checks.append((self, frame, dst, prefix, ("home", i, v)))
             if i > 0 and self.owned[i] and self.sources[i].plain:
                 # The reverse writes the value back to the first source only: keep this one.
                 ctx.residual[self.at(prefix, i)] = v

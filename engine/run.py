@@ -143,7 +143,15 @@ def _keep_what_the_reverse_loses(ctx: Context) -> None:
     for rule, frame, dst, at, raw in ctx.checks:
         story_frame = Frame(dst, (None,) * len(frame.up), frame.idx)
         ctx.out = frame
-        if rule.reverse_fn is not None:
+        if type(raw) is tuple:  # a computed chain candidate: does its write-back put it home?
+            _, i, value = raw
+            placed = rule.write_back_fn(value, frame.elem)  # type: ignore[misc]
+            if placed is MISSING or not json_equal(get_in(frame.elem, (placed[0],)), placed[1]):
+                for arg in rule.sources[i].args:
+                    have = arg.read(frame, ctx) if arg.plain and arg.path else MISSING
+                    if have is not MISSING and have is not None:
+                        ctx.residual[at + pointer_text(arg.path)] = have
+        elif rule.reverse_fn is not None:
             values = rule.reverse_fn(*(a.read(story_frame, ctx) for a in rule.reverse_args))
             if len(rule.reverse_targets) == 1:
                 values = (values,)
@@ -311,9 +319,14 @@ def _follow(copies: Copies, obj: Any) -> Any:
     return obj
 
 
+def _null_is_a_value(rule: Rule) -> bool:
+    # A chain of present values takes a null source as its value (ACTF `input: null` is the args).
+    return rule.spec.op == "first_of" and not rule.spec.nonempty and rule.convert is None
+
+
 def _write_back(rule: Rule, derive: Any, story_frame: Frame, out: Frame, ctx: Context) -> None:
     want = get_in(story_frame.elem, rule.targets[0]) if rule.targets[0] else story_frame.elem
-    if want is MISSING or want is None:
+    if want is MISSING or (want is None and not _null_is_a_value(rule)):
         return
     if json_equal(derive(out.elem) if derive is not None else rule.value(out, ctx), want):
         return

@@ -19,7 +19,7 @@ from mapc.engine.problems import MapcError, Problem, SpecLocation
 from mapc.engine.template import Template, parse_template
 from mapc.engine.values import MISSING
 
-CONDITIONS = ("nonempty", "integer", "number", "string", "object", "array", "boolean")
+CONDITIONS = ("nonempty", "text", "integer", "number", "string", "object", "array", "boolean")
 CHECK_KINDS = (
     "nonempty",
     "nonblank",

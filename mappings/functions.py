@@ -213,8 +213,8 @@ def actf_result(observation: Any) -> Any:
     if type(observation) is not dict:
         return MISSING
     out = dict(observation)
-    ref = observation.get("tool_use_id", observation.get("id"))
-    if type(ref) is str:
+    ref = next((observation[k] for k in ("tool_use_id", "id") if type(observation.get(k)) is str), None)
+    if ref is not None:
         out["source_call_id"] = ref
     if "aggregated_output" in observation:
         out["content"] = observation["aggregated_output"]
