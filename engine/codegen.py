@@ -369,7 +369,23 @@ def _reverse_scope(w: _Writer, scope: Scope, name: str, counter: list[int]) -> N
         w.lines[start:start] = ["    sfr = Frame(elem, sup, idx)", "    ctx.out = Frame(out, oup, idx)"]
     for child, inner in zip(scope.children, inner_names, strict=True):
         w.get(1, "items", "elem", child.dst_rel)
+        # A Storyline value of another shape than the array (or an object holding more than it)
+        # cannot be written in this format: say so rather than drop it.
+        where = w.const((scope.dst, child.dst_rel), "AT")
+        holder = child.dst_rel[:-1]
+        if holder:
+            w.emit(1, f"h = {_read_expr('elem', holder)}")
+            only = "{" + repr(child.dst_rel[-1]) + "}"
+            w.emit(1, f"if h is not MISSING and h is not None and (type(h) is not dict or set(h) - {only}):")
+            w.emit(
+                2, f"ctx.problems.append(({where}, idx, {len(holder)}, 'an object holding only {child.dst_rel[-1]}'))"
+            )
+        w.emit(1, "if items is not MISSING and items is not None and type(items) is not list:")
+        w.emit(2, f"ctx.problems.append(({where}, idx, {len(child.dst_rel)}, 'an array'))")
         w.emit(1, "if type(items) is list:")
+        w.emit(2, "for i, item in enumerate(items):")
+        w.emit(3, "if type(item) is not dict:")
+        w.emit(4, f"ctx.problems.append(({where}, idx + (i,), {len(child.dst_rel) + 1}, 'an object'))")
         homes = [child.src_rel] + ([child.fallback_rel] if child.fallback_rel is not None else [])
         for home in homes:  # a fallback array is written too: it held the same elements
             w.emit(2, "back = []")

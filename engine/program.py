@@ -108,6 +108,7 @@ class Context:
     count: int = 0  # in a reverse: how many Storylines make the document
     first: bool = True  # in a reverse: this is the document's first Storyline (it writes the root)
     pending: list[Any] = field(default_factory=list)  # in a reverse: write-backs, run after residuals
+    problems: list[Any] = field(default_factory=list)  # in a reverse: Storyline values it cannot write
 
 
 @dataclass(slots=True)

@@ -254,6 +254,7 @@ def _reverse_members(program: Program, stories: list[dict[str, Any]]) -> Rebuilt
         ctx.story, ctx.first, ctx.key = story, n == 0, MISSING
         out: dict[str, Any] = {}
         program.reverse_root(story, out, ctx, (), (), (MISSING,))
+        problems.extend(_unwritable(ctx, stories))
         key = ctx.key
         if key is MISSING or key is None:
             if len(stories) > 1:
@@ -291,6 +292,8 @@ def _reverse_node(
     mapped.append(Mapped(story, prefix))
     ctx.story, ctx.parent = story, parent
     program.reverse_root(story, out, ctx, (), (), (MISSING,))
+    if ctx.problems:
+        raise MapcError(_unwritable(ctx, list(index.values())))
     if program.children is not None and type(story.get("children")) is list:
         base = prefix + pointer_text(program.children)
         kids = [
@@ -298,6 +301,21 @@ def _reverse_node(
             for i, kid in enumerate(story["children"])
         ]
         put_in(out, program.children, kids)
+    return out
+
+
+def _unwritable(ctx: Context, stories: list[dict[str, Any]]) -> list[Problem]:
+    """The reverse's `ctx.problems` as located problems (pointers into the Storylines)."""
+    out = []
+    for (scope_dst, rel), idx, depth, expected in ctx.problems:
+        tokens: list[Any] = []
+        values = iter(idx[1:])
+        for token in (*scope_dst.tokens, *rel, "*"):
+            tokens.append(next(values, "?") if not isinstance(token, str) or token == "*" else token)
+        where = pointer.format(tokens[: len(scope_dst.tokens) + depth])
+        prefix = f"/{stories.index(ctx.story)}" if len(stories) > 1 else ""
+        out.append(Problem("export.unrepresentable", prefix + where, f"this format holds {expected} here"))
+    ctx.problems.clear()
     return out
 
 
