@@ -205,7 +205,7 @@ def _reverse(program: Program, stories: list[dict[str, Any]]) -> list[Rebuilt]:
         ctx = Context({}, None, root, count=1)
         mapped: list[Mapped] = []
         doc = _reverse_node(program, root, "", None, ctx, mapped, index)
-        _finish(program, doc, mapped, ctx)
+        _finish(program, doc, mapped, ctx, stories)
         rebuilt.append(Rebuilt(doc, tuple(mapped)))
     return rebuilt
 
@@ -275,7 +275,7 @@ def _reverse_members(program: Program, stories: list[dict[str, Any]]) -> Rebuilt
     if problems:
         raise MapcError(problems)
     put_in(top, program.each, members)
-    _finish(program, top, mapped, ctx)
+    _finish(program, top, mapped, ctx, stories)
     return Rebuilt(top, tuple(mapped))
 
 
@@ -319,9 +319,11 @@ def _unwritable(ctx: Context, stories: list[dict[str, Any]]) -> list[Problem]:
     return out
 
 
-def _finish(program: Program, doc: dict[str, Any], mapped: list[Mapped], ctx: Context) -> None:
+def _finish(
+    program: Program, doc: dict[str, Any], mapped: list[Mapped], ctx: Context, stories: list[dict[str, Any]]
+) -> None:
     """Restore residuals, then run the pending write-backs against the restored document."""
-    copies = _restore_residuals(program, doc, mapped)
+    copies = _restore_residuals(program, doc, mapped, {id(s): i for i, s in enumerate(stories)})
     for rule, derive, story_frame, out_frame, story, parent in ctx.pending:
         ctx.story, ctx.parent = story, parent
         if copies:
@@ -374,8 +376,13 @@ def _own_entry(program: Program, story: dict[str, Any]) -> dict[str, Any] | None
     return entry if isinstance(entry, dict) and entry.get("fields") else None
 
 
-def _restore_residuals(program: Program, doc: dict[str, Any], mapped: list[Mapped]) -> Copies:
-    """Put this source's residuals back at their pointers; returns the containers it copied."""
+def _restore_residuals(
+    program: Program, doc: dict[str, Any], mapped: list[Mapped], positions: dict[int, int]
+) -> Copies:
+    """Put this source's residuals back at their pointers; returns the containers it copied.
+
+    Problems point into the Storyline input: ``/i/unknown_fields/…`` when there are several
+    (`positions` maps each Storyline to its index)."""
     source = program.spec.source
     problems: list[Problem] = []
     copies: Copies = {}
@@ -385,19 +392,20 @@ def _restore_residuals(program: Program, doc: dict[str, Any], mapped: list[Mappe
         entry = _own_entry(program, m.story)
         if entry is None:
             continue
+        base = f"/{positions[id(m.story)]}" if len(positions) > 1 else ""
         if sdid is None:
             sdid = entry.get("source_document_id")
         elif entry.get("source_document_id") != sdid:
             problems.append(
                 Problem(
                     "residual.mixed_documents",
-                    f"/unknown_fields/sources/{pointer.escape(source)}/source_document_id",
+                    f"{base}/unknown_fields/sources/{pointer.escape(source)}/source_document_id",
                     f"Storylines of one {source} document carry residuals of two documents ({sdid!r}, "
                     f"{entry.get('source_document_id')!r})",
                 )
             )
         for ptr, value in entry["fields"].items():
-            at = f"/unknown_fields/sources/{pointer.escape(source)}/fields/{pointer.escape(ptr)}"
+            at = f"{base}/unknown_fields/sources/{pointer.escape(source)}/fields/{pointer.escape(ptr)}"
             if ptr in restored:
                 # Copies of one value (a document's own keys, kept with every member) must agree.
                 if not json_equal(restored[ptr], value):
