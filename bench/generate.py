@@ -5,6 +5,7 @@ committed. Sizes are in MB of 10^6 bytes of compact JSON, as `orjson.dumps` writ
 
     python bench/generate.py atif --mb 30 -o bench/data/atif-30mb.json
     python bench/generate.py storyline --mb 30 -o bench/data/storyline-30mb.json
+    python bench/generate.py actf --mb 30 -o bench/data/actf-30mb.json
 
 The content imitates real agent runs (REFERENCE.md §1.4 and tests/data/fixtures/atif/): user, agent and
 system steps, RFC3339 timestamps in several spellings, messages of log-uniform length (some content-part
@@ -467,7 +468,168 @@ def storyline(size: int, seed: int = 0) -> dict[str, Any]:
     return doc
 
 
-GENERATORS: dict[str, Callable[[int, int], dict[str, Any]]] = {"atif": atif, "storyline": storyline}
+# -- ACTF v1.0 ---------------------------------------------------------------------------------------
+
+_ACTF_UNKNOWN_STEP_KEYS = ("vendor_step", "trace/span~id", "0")
+_ACTF_SYSTEM = (
+    "You are a software engineering agent. Work in /repo, run the tests, keep changes minimal, and "
+    "explain what you changed when you are done."
+)
+
+
+def _actf_time(at: datetime) -> str:
+    """The ACTF spelling: a space separator and a +00:00 offset, sometimes with microseconds."""
+    if at.microsecond:
+        return at.strftime("%Y-%m-%d %H:%M:%S.%f+00:00")
+    return at.strftime("%Y-%m-%d %H:%M:%S+00:00")
+
+
+def _actf_tool(c: _Content, tool_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A tool and its observation: `tool_use` (name/input, tool_result) or `command_execution`."""
+    rng = c.rng
+    if rng.random() < 0.45:
+        output = c.text(20, 4000)
+        exit_code = rng.choice((0, 0, 0, 1, 2))
+        tool = {
+            "type": "command_execution",
+            "id": tool_id,
+            "command": c.text(10, 200),
+            "aggregated_output": output,
+            "exit_code": exit_code,
+            "status": "completed" if exit_code == 0 else "failed",
+        }
+        obs = {"type": "command_execution", "id": tool_id, "aggregated_output": output, "exit_code": exit_code}
+        return tool, obs
+    fn = rng.choice(_TOOLS)
+    tool = {"type": "tool_use", "id": tool_id, "name": fn, "input": _arguments(c, fn)}
+    obs: dict[str, Any] = {"tool_use_id": tool_id, "type": "tool_result", "content": c.text(20, 4000)}
+    obs["is_error"] = rng.random() < 0.08
+    if rng.random() < 0.03:
+        obs["vendor/obs"] = {"cache": rng.random() < 0.5}  # observation keys are copied whole
+    return tool, obs
+
+
+def _actf_step(c: _Content, ids: _Ids, step_id: int, at: datetime, user: str) -> dict[str, Any]:
+    rng = c.rng
+    tools: list[dict[str, Any]] = []
+    observation: list[dict[str, Any]] = []
+    if rng.random() < 0.7:
+        for _ in range(rng.choice((1, 1, 1, 2, 3))):
+            tool, obs = _actf_tool(c, ids.next() if rng.random() < 0.97 else "")
+            if rng.random() < 0.02:
+                tool["vendor/tool~meta"] = {"retries": rng.randint(0, 3)}
+            tools.append(tool)
+            observation.append(obs)
+        for i, (tool, obs) in enumerate(zip(tools, observation, strict=True)):
+            if not tool["id"]:  # a blank id: the effective id is step-{step_id}-tool-{i}
+                obs["id" if "id" in obs else "tool_use_id"] = f"step-{step_id}-tool-{i}"
+    r = rng.random()
+    metric: dict[str, Any] = {
+        "prompt_tokens_len": rng.randint(200, 120_000),
+        "completion_tokens_len": rng.randint(5, 4_000),
+        "llm_infer_ms": round(rng.uniform(80, 60_000), 1) if r < 0.9 else None,
+        "env_action_ms": round(rng.uniform(1, 30_000), 1) if tools and rng.random() < 0.8 else None,
+        "stop_reason": ("tool_use" if tools else "stop") if rng.random() < 0.95 else None,
+    }
+    if rng.random() < 0.05:
+        metric["cached_tokens_len"] = rng.randint(0, metric["prompt_tokens_len"])
+    step: dict[str, Any] = {
+        "step_id": step_id,
+        "assistant_content": {
+            "content": "" if tools and rng.random() < 0.6 else c.text(10, 2500),
+            "reasoning_content": c.text(50, 1500) if rng.random() < 0.6 else "",
+            "tool_calls": [dict(t) for t in tools],
+        },
+        "metric": metric,
+        "system_prompt": _ACTF_SYSTEM,
+        "user_content": user,
+        "tools": tools,
+        "observation": observation,
+        "started_at": _actf_time(at),
+        "finished_at": _actf_time(at + timedelta(milliseconds=rng.randint(100, 60_000))),
+    }
+    if rng.random() < 0.02:
+        step[rng.choice(_ACTF_UNKNOWN_STEP_KEYS)] = {"v": rng.randint(0, 99)}
+    return step
+
+
+def _actf_attempt(c: _Content, tag: str, budget: int) -> dict[str, Any]:
+    rng = c.rng
+    ids = _Ids(rng, tag)
+    at = _EPOCH + timedelta(hours=rng.randint(0, 48))
+    started = at
+    user = c.text(100, 1500)
+    steps: list[dict[str, Any]] = []
+    size = 0
+    while size < budget or not steps:
+        at += timedelta(milliseconds=rng.randint(50, 90_000))
+        r = rng.random()
+        if steps and r < 0.6:
+            turn_user = user  # the baseline again: no turn prompt
+        elif steps and r < 0.7:
+            turn_user = ""  # neither prompt: the explicit clear (the system prompt stays)
+        else:
+            turn_user = c.text(20, 800)  # a new user turn: an overlay
+        step = _actf_step(c, ids, len(steps) + 1, at, turn_user)
+        if r < 0.7 and steps and rng.random() < 0.1:
+            step["system_prompt"] = ""
+            step["user_content"] = ""
+        steps.append(step)
+        size += len(orjson.dumps(step)) + 1
+    correct = rng.random() < 0.4
+    attempt: dict[str, Any] = {
+        "correct": correct,
+        "final_answer": c.text(20, 400) if rng.random() < 0.8 else None,
+        "ground_truth": c.text(20, 200),
+        "trajectory": {
+            "schema_version": "ACTF_v1.0",
+            "steps": steps,
+            "started_at": _actf_time(started),
+            "finished_at": _actf_time(at),
+        },
+        "status": "completed" if rng.random() < 0.85 else "failed",
+        "score": 1.0 if correct else round(rng.uniform(0, 0.9), 3),
+        "error": "" if rng.random() < 0.9 else c.text(20, 200),
+        "artifacts": {"patch": c.text(50, 800)} if rng.random() < 0.5 else {},
+        "extra": {"harness": "bench", "seed_tag": tag} if rng.random() < 0.5 else {},
+        "analysis_result": {"verdict": rng.choice(("pass", "fail")), "notes": c.text(10, 200)},
+        "meta": {"runner": "bench/generate.py", "host": f"worker-{rng.randint(1, 64)}"},
+    }
+    if rng.random() < 0.3:
+        attempt["max_score"] = 1.0
+    if rng.random() < 0.2:
+        attempt["vendor_attempt"] = {"queue": c.word()}  # an unknown attempt key
+    return attempt
+
+
+def actf(size: int, seed: int = 0) -> dict[str, Any]:
+    """One ACTF v1.0 task document of about `size` bytes: 12 attempts (keys "1".."12", "10" before
+    "2" in the file) of many steps each, tools in both `tools` and `assistant_content.tool_calls`,
+    observations, prompts that repeat, change and clear, float and null metrics, and unknown keys at
+    the root (copied into every attempt's Storyline), attempt, step and tool level.
+    """
+    rng = random.Random(seed)
+    c = _Content(rng)
+    n = 12
+    keys = [str(k) for k in (1, 10, 11, 12, 2, 3, 4, 5, 6, 7, 8, 9)]
+    budget = max(2_000, (size - 2_000) // n)
+    attempts = {key: _actf_attempt(c, f"a{key}", budget) for key in keys}
+    solved = [k for k in keys if attempts[k]["correct"]]
+    return {
+        "task_id": f"bench-task-{seed}",
+        "category": "software-engineering",
+        "k": n,
+        "correct": bool(solved),
+        "attempts_tried": n,
+        "solved_at": attempts[solved[0]]["trajectory"]["finished_at"] if solved else None,
+        "attempts": attempts,
+        "retry_count": rng.randint(0, 3),
+        "benchmark/suite": {"name": "bench", "version": VERSION},  # unknown root keys
+        "vendor~export": {"seed": seed},
+    }
+
+
+GENERATORS: dict[str, Callable[[int, int], dict[str, Any]]] = {"atif": atif, "storyline": storyline, "actf": actf}
 
 
 def generate_bytes(kind: str, mb: float, seed: int = 0) -> bytes:
@@ -485,7 +647,7 @@ def write(kind: str, mb: float, path: Path, seed: int = 0) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI: ``generate.py {atif,storyline} --mb N -o PATH [--seed S]``."""
+    """CLI: ``generate.py {actf,atif,storyline} --mb N -o PATH [--seed S]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("kind", choices=sorted(GENERATORS))
     parser.add_argument("--mb", type=float, default=30.0, help="approximate size in MB (10^6 bytes)")

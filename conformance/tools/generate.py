@@ -639,6 +639,149 @@ def atif_export_timestamps() -> list[dict]:
     ]
 
 
+# --- ACTF ----------------------------------------------------------------------------------
+
+ACTF_STEP = {
+    "step_id": 1,
+    "assistant_content": {
+        "content": "done",
+        "reasoning_content": "",
+        "tool_calls": [{"type": "tool_use", "id": "call-1", "name": "Bash", "input": {"command": "ls"}}],
+    },
+    "metric": {
+        "prompt_tokens_len": 10,
+        "completion_tokens_len": 5,
+        "llm_infer_ms": 12.5,
+        "env_action_ms": None,
+        "stop_reason": "tool_use",
+    },
+    "system_prompt": "Fix the test.",
+    "user_content": "It fails.",
+    "tools": [{"type": "tool_use", "id": "call-1", "name": "Bash", "input": {"command": "ls"}}],
+    "observation": [{"tool_use_id": "call-1", "type": "tool_result", "content": "ok"}],
+    "started_at": "2026-08-01 10:00:00+00:00",
+    "finished_at": "2026-08-01 10:00:01+00:00",
+}
+ACTF_ATTEMPT = {
+    "correct": True,
+    "final_answer": "fixed",
+    "ground_truth": "fixed",
+    "trajectory": {
+        "schema_version": "ACTF_v1.0",
+        "steps": [ACTF_STEP],
+        "started_at": "2026-08-01 10:00:00+00:00",
+        "finished_at": "2026-08-01 10:00:01+00:00",
+    },
+    "status": "completed",
+    "score": 1.0,
+    "error": "",
+    "artifacts": {},
+    "extra": {},
+    "analysis_result": {},
+    "meta": {},
+}
+ACTF = {
+    "task_id": "task-1",
+    "category": "software-engineering",
+    "k": 2,
+    "correct": True,
+    "attempts_tried": 2,
+    "solved_at": "2026-08-01 10:00:01+00:00",
+    "attempts": {"10": copy.deepcopy(ACTF_ATTEMPT), "2": copy.deepcopy(ACTF_ATTEMPT)},  # not shared: put() edits one
+}
+
+# Owned ACTF objects: (name, tokens in the input, normalized prefix tokens).  The attempt key
+# "10" stays literal in counts; array positions of steps and tools become "*" (REFERENCE §3).
+ACTF_LEVELS: list[tuple[str, tuple[Any, ...], tuple[str, ...]]] = [
+    ("root", (), ()),
+    ("attempt", ("attempts", "10"), ("attempts", "10")),
+    ("trajectory", ("attempts", "10", "trajectory"), ("attempts", "10", "trajectory")),
+    ("step", ("attempts", "10", "trajectory", "steps", 0), ("attempts", "10", "trajectory", "steps", "*")),
+    (
+        "assistant_content",
+        ("attempts", "10", "trajectory", "steps", 0, "assistant_content"),
+        ("attempts", "10", "trajectory", "steps", "*", "assistant_content"),
+    ),
+]
+
+
+def actf_timestamps() -> list[dict]:
+    """Trajectory and step times: non-blank RFC 3339 text (§1.3 rules 9, 10, 14), kept verbatim."""
+    places = [
+        ("trajectory started_at", ("attempts", "10", "trajectory", "started_at"), "/0/started_at"),
+        ("step started_at", ("attempts", "10", "trajectory", "steps", 0, "started_at"), "/0/turns/0/ts"),
+        ("step finished_at", ("attempts", "10", "trajectory", "steps", 0, "finished_at"), "/0/turns/0/finished_at"),
+    ]
+    cases = []
+    for place, tokens, target in places:
+        tests, forward = [], []
+        for text, ok, why in TIMESTAMP_TEXTS:
+            doc = put(ACTF, tokens, text)
+            label = f"{why}: {json.dumps(text, ensure_ascii=False)}"
+            tests.append(valid(label, doc) if ok else error(label, doc, "check.timestamp", ptr(*tokens)))
+            if ok:
+                forward.append({"description": label, "input": doc, "assertions": [{"pointer": target, "value": text}]})
+        tests.append(
+            error("a number is not a timestamp here", put(ACTF, tokens, 1785578400), "schema.type", ptr(*tokens))
+        )
+        cases.append(case(f"{place}: non-blank RFC 3339 text (space separator allowed)", "actf", "validate", tests))
+        cases.append(case(f"{place} is copied verbatim", "actf", "forward", forward))
+    return cases
+
+
+def actf_unknown_fields() -> list[dict]:
+    cases = []
+    for name, tokens, norm in ACTF_LEVELS:
+        forward, trips = [], []
+        for key in HOSTILE_KEYS:
+            if name == "root" and key == "_storyline":
+                continue
+            value = {"k": [1, None]}
+            doc = put(ACTF, (*tokens, key), value)
+            raw = ptr(*tokens, key)
+            counted = ptr(*norm, key)
+            label = f"key {json.dumps(key, ensure_ascii=False)}"
+            assertions = [
+                {"pointer": ptr(0, "unknown_fields", "sources", "actf", "fields", raw), "value": value},
+                {"pointer": ptr(0, "unknown_key_counts", "actf", counted), "value": 1},
+                {"pointer": ptr(0, "unknown_fields", "sources", "actf", "source_document_id"), "value": "task-1"},
+            ]
+            if name == "root":  # copied into every attempt's Storyline
+                assertions.append(
+                    {"pointer": ptr(1, "unknown_fields", "sources", "actf", "fields", raw), "value": value}
+                )
+            else:
+                assertions.append({"pointer": ptr(1, "unknown_fields"), "absent": True})
+            forward.append({"description": label, "input": doc, "assertions": assertions})
+            trips.append({"description": label, "input": doc, "output": doc})
+        cases.append(
+            case(
+                f"unknown keys of the {name} go to unknown_fields under their escaped pointer",
+                "actf",
+                "forward",
+                forward,
+            )
+        )
+        cases.append(case(f"unknown keys of the {name} are restored by pointer", "actf", "convert", trips, to="actf"))
+    return cases
+
+
+def actf_fixture_round_trips() -> list[dict]:
+    fixtures = sorted((REPO / "tests" / "data" / "fixtures" / "actf").glob("*.json"))
+    tests = []
+    for f in fixtures:
+        rel = Path("..", "..", f.relative_to(REPO)).as_posix()
+        tests.append({"description": f.name, "input_file": rel, "output_file": rel})
+    valid_tests = [
+        {"description": f.name, "input_file": t["input_file"], "valid": True}
+        for f, t in zip(fixtures, tests, strict=True)
+    ]
+    return [
+        case("GetPut: reverse(forward(x)) == x on the shared fixtures", "actf", "convert", tests, to="actf"),
+        case("the shared fixtures are valid", "actf", "validate", valid_tests),
+    ]
+
+
 # --- files ---------------------------------------------------------------------------------
 
 FILES = {
@@ -650,6 +793,9 @@ FILES = {
     "atif/unknown_fields.json": atif_unknown_fields,
     "atif/fixtures.json": atif_fixture_round_trips,
     "atif/export_timestamps.json": atif_export_timestamps,
+    "actf/timestamps.json": actf_timestamps,
+    "actf/unknown_fields.json": actf_unknown_fields,
+    "actf/fixtures.json": actf_fixture_round_trips,
 }
 
 
