@@ -1721,3 +1721,22 @@ def test_gap_openclaw_user_messages_are_turns() -> None:
     ]
     (story,) = forward(actf({"1": attempt(trajectory=events)}))
     assert len(story["turns"]) == 2
+
+
+def test_gap_a_residual_is_not_stored_inside_another() -> None:
+    # A tool's `function` is kept whole (/…/tools/0/function), and its `name` and `arguments` are
+    # kept again below it (/…/function/name, /…/function/arguments): the same values twice, and
+    # unknown_key_counts (REFERENCE §3) count three keys where §1.3 knows `function` (none).
+    tool = {"type": "function", "id": "a", "function": {"name": "f", "arguments": "{}"}}
+    (story,) = forward(one_step(with_tools([tool], "both")))
+    stored = sorted(fields_of(story))
+    nested = [(p, q) for p in stored for q in stored if q.startswith(p + "/")]
+    assert nested == [], nested
+
+
+def test_gap_metric_with_missing_known_keys_is_not_a_residual() -> None:
+    # §1.3: the five metric keys default to null, and "Fidelity" lets missing/null differ; mapc
+    # keeps the whole `metric` as a residual instead, so unknown_key_counts name a known key
+    # (/attempts/1/trajectory/steps/*/metric) and the CLI warns about it.
+    (story,) = forward(one_step(step(metric={"llm_infer_ms": 3})))
+    assert "unknown_key_counts" not in story, story.get("unknown_key_counts")
