@@ -239,6 +239,7 @@ class _Compiler:
             reverse_args=reverse_args,
             reverse_targets=reverse_targets,  # type: ignore[arg-type]
             write_back_fn=write_back_fn,
+            format=self.spec.name,
         )
 
     def check_duplicate(self, t: Template, rs: RuleSpec, written: dict[str, RuleSpec]) -> None:

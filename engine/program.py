@@ -173,6 +173,11 @@ class Source:
         return self.kind in ("elem", "top")
 
 
+def _origin_format(story: Any) -> Any:
+    origin = story.get("origin") if type(story) is dict else None
+    return origin.get("format") if type(origin) is dict else None
+
+
 # --- rules ---------------------------------------------------------------------------------
 
 
@@ -199,6 +204,7 @@ class Rule:
     reverse_args: tuple[Source, ...] = ()
     reverse_targets: tuple[Path, ...] = ()
     write_back_fn: Callable[..., Any] | None = None
+    format: str = ""  # the spec's format name (see `synthesized`)
 
     @property
     def authoritative(self) -> bool:
@@ -320,7 +326,10 @@ class Rule:
                 if v is not MISSING and (v is not None or spec.keep_null):
                     break
                 v = MISSING
-            for source in self.reverse_first_of if v is MISSING else ():
+            fallbacks = self.reverse_first_of
+            if spec.synthesized and _origin_format(ctx.story) == self.format:
+                fallbacks = ()  # from this format, a missing value was missing in the source too
+            for source in fallbacks if v is MISSING else ():
                 v = source.read(story_frame, ctx)
                 if v is not MISSING and v is not None:
                     break

@@ -165,6 +165,22 @@ def _keep_what_the_reverse_loses(ctx: Context) -> None:
     ctx.out = None
     if ctx.mirrors:
         _mirror_residuals(ctx.residual, ctx.mirrors)
+    _drop_nested(ctx.residual)
+
+
+def _drop_nested(residual: dict[str, Any]) -> None:
+    """Drop residuals inside another residual: restoring the outer one gives them back."""
+    for key in [k for k in residual if _has_kept_ancestor(k, residual)]:
+        del residual[key]
+
+
+def _has_kept_ancestor(key: str, residual: dict[str, Any]) -> bool:
+    cut = key.rfind("/")
+    while cut > 0:
+        if key[:cut] in residual:
+            return True
+        cut = key.rfind("/", 0, cut)
+    return False
 
 
 def _mirror_residuals(residual: dict[str, Any], mirrors: dict[str, str]) -> None:

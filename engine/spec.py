@@ -154,6 +154,7 @@ class RuleSpec:
     reverse_first_of: tuple[Ref, ...] = ()
     reverse: ReverseSpec | None = None
     write_back_call: str | None = None
+    synthesized: bool = False  # reverse fallbacks only for a Storyline that did not come from this format
 
     @property
     def label(self) -> str:
@@ -402,6 +403,7 @@ class _SpecReader:
             "reverse_first_of",
             "reverse",
             "write_back_call",
+            "synthesized",
         }
     )
 
@@ -474,6 +476,7 @@ class _SpecReader:
             reverse_first_of=tuple(a for a in reverse_first_of if a is not None),
             reverse=reverse,
             write_back_call=item.get("write_back_call"),
+            synthesized=bool(item.get("synthesized", False)),
         )
 
     def reverse(self, item: Any, *path: Any) -> ReverseSpec | None:
