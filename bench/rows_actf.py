@@ -51,3 +51,24 @@ def _mapc_forward(sample: Sample) -> Work:
 @bench("mapc actf reverse", group="actf", data="actf-storyline", baseline="handwritten actf reverse")
 def _mapc_reverse(sample: Sample) -> Work:
     return lambda: orjson.dumps(convert.from_storyline("actf", storyline.documents(orjson.loads(sample.data))))
+
+
+@bench("mapc actf forward (mapping only)", group="actf", data="actf", baseline="handwritten actf forward")
+def _mapc_forward_mapping(sample: Sample) -> Work:
+    from mapc.engine import catalog, run
+
+    program = catalog.program("actf")
+    return lambda: orjson.dumps([m.story for m in run.forward(program, orjson.loads(sample.data))])
+
+
+@bench("mapc actf reverse (mapping only)", group="actf", data="actf-storyline", baseline="handwritten actf reverse")
+def _mapc_reverse_mapping(sample: Sample) -> Work:
+    from mapc.engine import catalog, run
+
+    program = catalog.program("actf")
+
+    def work() -> bytes:
+        docs = [r.document for r in run.reverse(program, storyline.documents(orjson.loads(sample.data)))]
+        return orjson.dumps(docs[0] if len(docs) == 1 else docs)
+
+    return work
