@@ -137,22 +137,17 @@ def _forward_rule(w: _Writer, d: int, rule: Rule, level: int) -> None:
         _first_present(w, d, rule)
         return
     inline = _inline_source(rule, level) if spec.op == "copy" else None
-    if spec.op == "call" and rule.reverse_fn is None:
-        args = []
-        for i, source in enumerate(rule.sources):
-            if source.kind == "elem" and source.level == level:
-                args.append(w.path_local(d, "src", source.path))
-            else:
-                args.append(f"{w.const(rule, 'R')}.sources[{i}].read(fr, ctx)")
+    if spec.op == "call":
+        args = [_arg_expr(w, d, rule, i, level) for i in range(len(rule.sources))]
         w.emit(d, f"v = {w.const(rule.convert, 'F')}({', '.join(args)})")
         w.emit(d, "if v is not MISSING:")
         for target in rule.targets:
             w.put(d + 1, "dst", target, "v")
+        if rule.reverse_fn is not None:  # a computed value with a reverse: checked once the Storyline is written
+            w.emit(d, f"ctx.checks.append(({w.const(rule, 'R')}, fr, dst, prefix, None))")
         return
     if inline is None or rule.guarded or rule.with_args:
         w.emit(d, f"{w.const(rule, 'R')}.forward(fr, dst, ctx, prefix)")
-        if spec.op == "call":  # a computed value with a reverse: checked once the Storyline is written
-            w.emit(d, f"ctx.checks.append(({w.const(rule, 'R')}, fr, dst, prefix, None))")
         return
     obj, path = inline
     w.get(d, "v", obj, path) if obj == "src" else w.emit(d, f"v = {_read_expr(obj, path)}")
@@ -174,6 +169,20 @@ def _forward_rule(w: _Writer, d: int, rule: Rule, level: int) -> None:
         w.emit(d + 1, "else:")  # kept unless the reverse gives it back (checked at the end)
         at = f"{pointer_text(path)!r}" if obj == "ctx.top" else f"prefix + {pointer_text(path)!r}"
         w.emit(d + 2, f"ctx.checks.append(({w.const(rule, 'R')}, fr, dst, {at}, v))")
+
+
+def _arg_expr(w: _Writer, d: int, rule: Rule, i: int, level: int) -> str:
+    """An expression for argument `i` of a computed rule, inline where the source allows."""
+    source = rule.sources[i]
+    if source.kind == "elem":
+        if source.level == level:
+            return w.path_local(d, "src", source.path)
+        return _read_expr(f"up[{source.level}]", source.path)
+    if source.kind == "top":
+        return _read_expr("ctx.top", source.path)
+    if source.kind == "var":
+        return f"idx[{source.level}]"
+    return f"{w.const(rule, 'R')}.sources[{i}].read(fr, ctx)"
 
 
 def _read_expr(obj: str, path: tuple[str, ...]) -> str:
