@@ -22,16 +22,10 @@ from mapc.engine.values import MISSING, is_empty, json_equal, json_type
 Steps = tuple[Any, ...]  # (parent steps, key): a linked list, flattened only for a message
 
 
-def iter_matches(node: Any, tokens: tuple[str | Var, ...], at: str = "") -> Iterator[tuple[str, Any]]:
-    """Every (pointer, value) that the template tokens match below `node`; variables range over
-    array positions or object keys.  Values that do not exist are not yielded."""
-    for steps, value in collect(node, tokens):
-        yield _at(at, steps), value
-
-
 def collect(node: Any, tokens: tuple[str | Var, ...]) -> list[tuple[Steps, Any]]:
-    """Like `iter_matches`, level by level, without building pointer text: checks make one only
-    for a value that fails."""
+    """Every (steps, value) that the template tokens match below `node`, level by level; variables
+    range over array positions or object keys.  No pointer text is built: checks make one only
+    for a value that fails (`_at`)."""
     level: list[tuple[Steps, Any]] = [((), node)]
     for token in tokens:
         nxt: list[tuple[Steps, Any]] = []

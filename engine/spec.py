@@ -7,7 +7,6 @@ file, line and column; `compile.py` then turns a `Spec` into runnable programs.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -536,16 +535,3 @@ class _SpecReader:
             other=other,
             each=each,
         )
-
-
-def iter_rows(spec: Spec) -> Iterator[tuple[str, list[str]]]:
-    """The mapping table as (source pointer, Storyline pointers) rows, for printing."""
-    for rule in spec.rules:
-        if rule.op == "const":
-            continue
-        yield (" ".join(str(s) for s in rule.sources), [str(t) for t in rule.targets])
-
-
-def spec_mapping(spec: Spec) -> Mapping[str, Any]:
-    """A small summary used by messages and tools."""
-    return {"name": spec.name, "source": spec.source, "rules": len(spec.rules)}

@@ -40,6 +40,6 @@ def test_python_example_runs_as_written():
     assert block
     fixture = str(ROOT / "tests" / "data" / "fixtures" / "atif" / "support-ticket.json")
     namespace: dict[str, object] = {}
-    exec(block.group(1).replace('"trajectory.json"', repr(fixture)), namespace)  # noqa: S102 - our README
+    exec(block.group(1).replace('"trajectory.json"', repr(fixture)), namespace)
     assert namespace["problems"] == []
     assert namespace["actf"] == namespace["same"]
