@@ -17,7 +17,7 @@ from mapc.engine.spec import load_spec
 
 
 def shipped_names() -> list[str]:
-    """Names of the built-in specs (``atif``, …)."""
+    """Names of the built-in specs, one per YAML file in `mapc.mappings`."""
     files = importlib.resources.files("mapc.mappings")
     return sorted(p.name[: -len(".yaml")] for p in files.iterdir() if p.name.endswith(".yaml"))
 

@@ -6,7 +6,7 @@ source, a computed candidate's argument, a `with` argument, or the key or positi
 is bound to), whether each fired, and the Storyline pointer(s) the value reached; or that it
 was kept in ``unknown_fields``, or dropped.  A rule may read the value from a scope below it
 (a tool call reads its step's ``step_id``): it is asked in every element of its scope there.
-With ``document.each`` a value outside the members (an ACTF task's ``task_id``) is read by the
+With ``document.each`` a value outside the members (the task id of a document whose members are attempts) is read by the
 rules of every member's Storyline.
 
 `explain_target` takes Storylines and a pointer into one of them: it says which rules write that

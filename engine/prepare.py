@@ -1,8 +1,8 @@
 """Declared input preparation (`prepare:` in a spec): rewrite a variant shape into the canonical one.
 
-Some formats accept a second shape for one part of a document (an ACTF trajectory given as a bare
-event log).  A spec names where (a pointer template), for which JSON type, and the registered
-function that returns the canonical value.  It runs before the input checks; the original value
+Some formats accept a second shape for one part of a document (a trajectory given as a bare event
+log instead of an object).  A spec names where (a pointer template), for which JSON type, and the
+registered function that returns the canonical value.  It runs before the input checks; the original value
 is not kept, so a spec that declares this says the variant is converted lossily.
 """
 

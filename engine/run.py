@@ -228,7 +228,8 @@ def _reverse(program: Program, stories: list[dict[str, Any]]) -> list[Rebuilt]:
 
 def _groups(program: Program, stories: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """Storylines grouped by the document they rebuild: the value the reverse writes to the
-    document's id (an ACTF task id: the Storyline's `run`, else its `session`), in first order."""
+    document's id (for a task with attempts: the task id that the Storyline's `run` gives back), in first
+    order."""
     identity = _identity_rule(program)
     groups: dict[Any, list[dict[str, Any]]] = {}
     for story in stories:
@@ -356,7 +357,7 @@ def _follow(copies: Copies, obj: Any) -> Any:
 
 
 def _null_is_a_value(rule: Rule) -> bool:
-    # A chain of present values takes a null source as its value (ACTF `input: null` is the args).
+    # A chain of present values takes a null source as its value (a null first candidate is the value).
     return rule.spec.op == "first_of" and not rule.spec.nonempty and rule.convert is None
 
 

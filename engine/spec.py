@@ -1,6 +1,7 @@
 """Mapping specs: YAML files loaded, with their line numbers, into frozen values.
 
-A spec is data that reads like an RFC mapping table (see mappings/atif.yaml for the vocabulary).
+A spec is data that reads like an RFC mapping table (the header comments of the shipped specs in
+mappings/ explain the vocabulary).
 Loading checks the shape of every entry and reports mistakes as `Problem`s located at the YAML
 file, line and column; `compile.py` then turns a `Spec` into runnable programs.
 """

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES
+from conftest import FIXTURES, problem_lines, write
 
 from mapc.cli.main import cli
 from mapc.engine.convert import into_storyline
@@ -23,29 +23,9 @@ REPO = Path(__file__).resolve().parents[2]
 ATIF_SPEC = REPO / "mappings" / "atif.yaml"
 ATIF = FIXTURES / "atif"
 SUPPORT = ATIF / "support-ticket.json"
+
+
 # One problem line: FILE: [line N: ]POINTER: message [code] (spec place)
-PROBLEM_LINE = re.compile(
-    r"^(?P<file>.+?): (?:line (?P<line>\d+): )?(?P<pointer>/\S*): (?P<message>.+) \[(?P<code>[A-Za-z_.]+)\]"
-    r"(?: \((?P<spec_at>.+)\))?$"
-)
-
-
-def problem_lines(stderr: str, file: str) -> list[tuple[str | None, str, str]]:
-    """(line, pointer, code) of every stderr line; each must be a problem line about `file`."""
-    out = []
-    for text in stderr.splitlines():
-        m = PROBLEM_LINE.match(text)
-        assert m, f"not a problem line: {text!r}"
-        assert m["file"] == file, text
-        out.append((m["line"], m["pointer"], m["code"]))
-    return out
-
-
-def write(path: Path, value: Any) -> Path:
-    path.write_bytes(value if isinstance(value, bytes) else orjson.dumps(value))
-    return path
-
-
 def minimal_atif(**fields: Any) -> dict[str, Any]:
     doc = {
         "schema_version": "ATIF-v1.7",

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES
+from conftest import FIXTURES, problem_lines, write
 
 from mapc.cli.main import cli
 from mapc.engine.convert import into_storyline
@@ -19,29 +18,9 @@ ACTF = FIXTURES / "actf"
 ACTF_FIXTURES = sorted(ACTF.glob("*.json"))
 FIXTURE_IDS = [p.name.removesuffix(".actf.json") for p in ACTF_FIXTURES]
 CODE_REPAIR = ACTF / "code-repair.actf.json"
+
+
 # One problem line: FILE: [line N: ]POINTER: message [code] (spec place)
-PROBLEM_LINE = re.compile(
-    r"^(?P<file>.+?): (?:line (?P<line>\d+): )?(?P<pointer>/\S*): (?P<message>.+) \[(?P<code>[A-Za-z_.]+)\]"
-    r"(?: \((?P<spec_at>.+)\))?$"
-)
-
-
-def problem_lines(stderr: str, file: str) -> list[tuple[str | None, str, str]]:
-    """(line, pointer, code) of every stderr line; each must be a problem line about `file`."""
-    out = []
-    for text in stderr.splitlines():
-        m = PROBLEM_LINE.match(text)
-        assert m, f"not a problem line: {text!r}"
-        assert m["file"] == file, text
-        out.append((m["line"], m["pointer"], m["code"]))
-    return out
-
-
-def write(path: Path, value: Any) -> Path:
-    path.write_bytes(value if isinstance(value, bytes) else orjson.dumps(value))
-    return path
-
-
 def two_attempts() -> dict[str, Any]:
     """The code-repair fixture with its attempt under "10" and "2" (file order, several Storylines)."""
     doc = orjson.loads(CODE_REPAIR.read_bytes())
