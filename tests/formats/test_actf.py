@@ -23,6 +23,7 @@ import pytest
 from actf_strategies import actf_containers, actf_documents, normalized
 from conftest import FIXTURES
 from hypothesis import HealthCheck, given, settings
+from through_hub import Format, at
 
 from mapc.engine import pointer, storyline
 from mapc.engine.convert import from_storyline, into_storyline
@@ -42,36 +43,9 @@ T2 = "2026-08-01 10:00:02+00:00"
 # --- helpers -------------------------------------------------------------------------------
 
 
-def forward(doc: Any, **kw: Any) -> list[dict[str, Any]]:
-    """ACTF value → Storylines, through the public API (bytes in)."""
-    return into_storyline("actf", orjson.dumps(doc), **kw)
-
-
-def reverse(stories: list[dict[str, Any]]) -> Any:
-    return from_storyline("actf", copy.deepcopy(stories))
-
-
-def roundtrip(doc: Any) -> Any:
-    return reverse(forward(doc))
-
-
-def problems(doc: Any, **kw: Any) -> list[tuple[str, str]]:
-    """(code, pointer) of every problem `doc` is rejected with."""
-    data = doc if isinstance(doc, bytes) else orjson.dumps(doc)
-    with pytest.raises(MapcError) as info:
-        into_storyline("actf", data, **kw)
-    return [(p.code, p.pointer) for p in info.value.problems]
-
-
-def reverse_problems(stories: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    with pytest.raises(MapcError) as info:
-        reverse(stories)
-    return [(p.code, p.pointer) for p in info.value.problems]
-
-
-def at(doc: Any, ptr: str) -> Any:
-    """The value at pointer text `ptr` (MISSING when absent)."""
-    return pointer.resolve(doc, pointer.parse(ptr))
+_FORMAT = Format("actf")
+forward, reverse, roundtrip = _FORMAT.forward, _FORMAT.reverse, _FORMAT.roundtrip
+problems, reverse_problems = _FORMAT.problems, _FORMAT.reverse_problems
 
 
 def step(step_id: int = 1, **fields: Any) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import pytest
 from atif_strategies import atif_containers, atif_documents, has_known_nulls, without_known_nulls
 from conftest import FIXTURES
 from hypothesis import HealthCheck, given, settings
+from through_hub import Format, at
 
 from mapc.engine import canonical, envelope, pointer, storyline
 from mapc.engine.convert import from_storyline, into_storyline
@@ -34,36 +35,9 @@ CONTAINER_LAWS = settings(LAWS, max_examples=50)
 # --- helpers -------------------------------------------------------------------------------
 
 
-def forward(doc: Any) -> list[dict[str, Any]]:
-    """ATIF value → Storylines, through the public API (bytes in)."""
-    return into_storyline("atif", orjson.dumps(doc))
-
-
-def reverse(stories: list[dict[str, Any]]) -> Any:
-    return from_storyline("atif", copy.deepcopy(stories))
-
-
-def roundtrip(doc: Any) -> Any:
-    return reverse(forward(doc))
-
-
-def problems(doc: Any, **kw: Any) -> list[tuple[str, str]]:
-    """(code, pointer) of every problem `doc` is rejected with."""
-    data = doc if isinstance(doc, bytes) else orjson.dumps(doc)
-    with pytest.raises(MapcError) as info:
-        into_storyline("atif", data, **kw)
-    return [(p.code, p.pointer) for p in info.value.problems]
-
-
-def reverse_problems(stories: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    with pytest.raises(MapcError) as info:
-        reverse(stories)
-    return [(p.code, p.pointer) for p in info.value.problems]
-
-
-def at(doc: Any, ptr: str) -> Any:
-    """The value at pointer text `ptr` (MISSING when absent)."""
-    return pointer.resolve(doc, pointer.parse(ptr))
+_FORMAT = Format("atif")
+forward, reverse, roundtrip = _FORMAT.forward, _FORMAT.reverse, _FORMAT.roundtrip
+problems, reverse_problems = _FORMAT.problems, _FORMAT.reverse_problems
 
 
 def atif(**fields: Any) -> dict[str, Any]:
