@@ -6,8 +6,10 @@ A case file (``conformance/<topic>/<name>.json``, described in ``conformance/REA
 or the expected error (a stable code and a pointer, never a message).
 
 An implementation is anything that answers a *request* ``{"operation", "format", "to"?,
-"input" | "input_text", "jsonl"?}`` with a *response*: `run_in_process` asks mapc's own API, and
-`run_command` asks any program through the documented stdin/stdout protocol.  `judge` compares a
+"input" | "input_text", "jsonl"?}`` (for ``detect``: ``{"operation", "path", "input" |
+"input_text", "jsonl"?}``, no format, which would give the answer away) with a *response*:
+`run_in_process` asks mapc's own API, and `run_command` asks any program through the
+documented stdin/stdout protocol.  `judge` compares a
 response with a test's expectation.  Nothing here prints or exits; the CLI and pytest do.
 """
 
@@ -26,7 +28,8 @@ from mapc.engine import pointer
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.values import MISSING, json_equal
 
-OPERATIONS: Final = ("validate", "forward", "reverse", "convert")
+OPERATIONS: Final = ("validate", "forward", "reverse", "convert", "detect")
+JSONL_SUFFIXES: Final = (".jsonl", ".ndjson")
 EXPECTATIONS: Final = ("valid", "output", "output_file", "assertions", "error")
 SCHEMA_FILE: Final = "case.schema.json"
 _SKIPPED_DIRS: Final = frozenset({"tools"})
@@ -66,8 +69,11 @@ class Test:
 
     @property
     def formats(self) -> tuple[str, ...]:
-        """Every format the test needs an implementation to know."""
+        """Every format the test needs an implementation to know (for ``detect``, also the
+        format it expects as the answer)."""
         names = [self.format] + ([self.to] if self.to else []) + list(self.requires)
+        if self.operation == "detect" and type(self.expect.value) is str:
+            names.append(self.expect.value)
         return tuple(dict.fromkeys(names))
 
 
@@ -162,7 +168,23 @@ def _request(
     if len(given) != 1:
         problems.append(_bad_case(name, at, "a test has exactly one of input, input_file, input_text"))
         return None
-    request: dict[str, Any] = {"operation": case["operation"], "format": case["format"]}
+    if case["operation"] == "detect":
+        request: dict[str, Any] = {"operation": "detect"}
+        path_name = test.get("path")
+        if type(path_name) is not str or not path_name:
+            problems.append(_bad_case(name, at, "a detect test has a path (the file's name)"))
+            return None
+        if bool(test.get("jsonl")) != path_name.endswith(JSONL_SUFFIXES):
+            problems.append(
+                _bad_case(name, at, f'a detect test has "jsonl": true exactly for a {"/".join(JSONL_SUFFIXES)} path')
+            )
+            return None
+        request["path"] = path_name
+    elif "path" in test:
+        problems.append(_bad_case(name, at + "/path", "only a detect test has a path"))
+        return None
+    else:
+        request = {"operation": case["operation"], "format": case["format"]}
     if case.get("to") is not None:
         request["to"] = case["to"]
     if given[0] == "input_text":
@@ -224,6 +246,9 @@ def _expectation(
     if operation == "validate" and kind not in ("valid", "error"):
         problems.append(_bad_case(name, at, "a validate test expects valid: true or an error"))
         return None
+    if operation == "detect" and (kind != "output" or not (value is None or type(value) is str)):
+        problems.append(_bad_case(name, at, "a detect test expects an output: a format name, or null (unknown)"))
+        return None
     return Expectation(kind, value)
 
 
@@ -278,13 +303,15 @@ def _request_bytes(request: dict[str, Any]) -> tuple[bytes, bool]:
 
 
 def run_in_process(request: dict[str, Any]) -> Response:
-    """Answer `request` with mapc's own API (`mapc.engine.convert`)."""
-    from mapc.engine import convert, storyline
+    """Answer `request` with mapc's own API (`mapc.engine.convert`, `mapc.engine.detect`)."""
+    from mapc.engine import convert, detect, storyline
 
     data, jsonl = _request_bytes(request)
+    operation = request["operation"]
+    if operation == "detect":  # by the path's name, then the given bytes; nothing is read from disk
+        return Response(output=detect.detect(request["path"], data))
     fmt = request["format"]
     try:
-        operation = request["operation"]
         if operation == "validate":
             convert.into_storyline(fmt, data, jsonl=jsonl)
             return Response(output=True)
@@ -485,7 +512,7 @@ def run_suite(
         if known_formats is not None:
             missing = [f for f in test.formats if f not in known_formats]
             if missing:
-                return Outcome(test, "skip", f"format {', '.join(missing)} is not implemented")
+                return Outcome(test, "skip", f"format {', '.join(missing)} is not yet implemented")
         return judge(test, implementation(test.request))
 
     if jobs <= 1:

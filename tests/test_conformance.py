@@ -58,6 +58,7 @@ def test_the_case_schema_rejects_what_the_loader_rejects(tmp_path: Path):
         "operation": "validate",
         "tests": [{"description": "t", "input": 1, "valid": True}],
     }
+    detect = {"description": "d", "format": "atif", "operation": "detect", "tests": good["tests"]}
     bad_cases = [
         {**good, "operation": "convert"},  # convert needs `to`
         {**good, "to": "atif"},  # only convert has `to`
@@ -65,8 +66,20 @@ def test_the_case_schema_rejects_what_the_loader_rejects(tmp_path: Path):
         {**good, "tests": [{"description": "t", "valid": True}]},  # no input
         {**good, "tests": [{"description": "t", "input": 1, "error": {"code": "x.y", "pointer": "a"}}]},
         {**good, "tests": [{"description": "t", "input": 1, "assertions": [{"pointer": "/a"}]}]},
+        {**good, "tests": [{"description": "t", "path": "x.json", "input": 1, "valid": True}]},  # path: detect only
+        {**detect, "tests": [{"description": "t", "input": 1, "output": "atif"}]},  # detect needs a path
+        {**detect, "tests": [{"description": "t", "path": "x.json", "input": 1, "valid": True}]},  # an output
+        {**detect, "tests": [{"description": "t", "path": "x.json", "input": 1, "output": 1}]},  # a name or null
+        {**detect, "tests": [{"description": "t", "path": "x.jsonl", "input_text": "{}", "output": None}]},
+        {
+            **detect,
+            "tests": [{"description": "t", "path": "x.json", "input_text": "{}", "jsonl": True, "output": None}],
+        },
     ]
     assert validator.is_valid([good])
+    assert validator.is_valid(
+        [{**detect, "tests": [{"description": "t", "path": "x.json", "input": 1, "output": None}]}]
+    )
     for case in bad_cases:
         assert not validator.is_valid([case]), case
         path = tmp_path / "case.json"

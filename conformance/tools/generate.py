@@ -782,6 +782,417 @@ def actf_fixture_round_trips() -> list[dict]:
     ]
 
 
+# --- detection -----------------------------------------------------------------------------
+
+# Every path rule and content rule of REFERENCE §6 (and the AgenticMD content rule of §5), in
+# their order, each with the documents it must and must not catch, and every tie-break: path
+# before content, content rule n before rule n+1, an array by its first element, JSONL by its
+# first non-empty line.  A case's `format` is the format whose rule it exercises; the runner
+# skips a test whose expected format the implementation does not know (canonical-event,
+# openai-msg and agenticmd, until they land), and `requires` names the other format a tie-break
+# sets against it.
+
+D_STORY = {"schema_version": "storyline/v1", "session": "s1", "agent": {"id": "a"}, "turns": []}
+D_ATIF = {"schema_version": "ATIF-v1.7", "session_id": "s1", "agent": {"name": "bot", "version": "1"}, "steps": []}
+D_ACTF = {"task_id": "t1", "attempts": {"1": {"trajectory": {"schema_version": "ACTF_v1.0", "steps": []}}}}
+D_ROW = {"session_id": "s1", "step_id": 1, "messages": [{"role": "user", "content": "hi"}]}
+D_OPENAI = {"session_steps": [D_ROW]}
+D_AGENTICMD = (
+    "---\nformat: persisting\nstoryline: {agent: {id: a}, schema_version: storyline/v1, session: s1}\n---\n\n"
+    '<!-- persisting:block:user {"type":"text","length":2,"message_encoding":"text","source":"user",'
+    '"step_id":1,"storyline":{"id":1,"src":"user"}} -->\n\nhi\n\n'
+)
+ATIF_LINE = {"session_id": "s1", "step_id": 1, "agent_name": "bot"}  # one ATIF step per JSONL line
+
+
+def detected(description: str, path: str, expected: str | None, content: Any = None, text: str | None = None) -> dict:
+    """A detect test: the file `path` holding the JSON `content` (or the raw `text`)."""
+    test: dict[str, Any] = {"description": description, "path": path}
+    if text is not None:
+        test["input_text"] = text
+    else:
+        test["input"] = content
+    if path.endswith((".jsonl", ".ndjson")):
+        test["jsonl"] = True
+    test["output"] = expected
+    return test
+
+
+def lines(*docs: Any) -> str:
+    """JSONL text, one document (or a given raw line) per line."""
+    return "".join((d if type(d) is str else json.dumps(d)) + "\n" for d in docs)
+
+
+def detect_paths() -> list[dict]:
+    return [
+        case(
+            "path rule 1: events.lance, or a *.lance name containing `event`, is canonical-event",
+            "canonical-event",
+            "detect",
+            [
+                detected("events.lance", "events.lance", "canonical-event", text=""),
+                detected("events.lance in a directory", "store/events.lance", "canonical-event", text=""),
+                detected("a .lance name containing event", "agent-events-2026.lance", "canonical-event", text=""),
+                detected("`event` anywhere in the .lance name", "my_event_log.lance", "canonical-event", text=""),
+                detected("a .lance name without event is unknown", "runs.lance", None, text=""),
+                detected("events.json is not a Lance dataset", "events.json", None, {}),
+                detected("events.jsonl is not a Lance dataset", "events.jsonl", None, text=lines({})),
+            ],
+        ),
+        case(
+            "path rule 2: session_steps.json is openai-msg",
+            "openai-msg",
+            "detect",
+            [
+                detected("session_steps.json", "session_steps.json", "openai-msg", D_OPENAI),
+                detected("in a directory", "corpus/run-7/session_steps.json", "openai-msg", D_OPENAI),
+                detected("the name wins over ATIF content", "session_steps.json", "openai-msg", D_ATIF),
+                detected("the name wins over content no rule knows", "session_steps.json", "openai-msg", {}),
+                detected("only the exact base name counts", "my_session_steps.json", None, {}),
+            ],
+        ),
+        case(
+            "path rule 3: *.storyline.json is storyline",
+            "storyline",
+            "detect",
+            [
+                detected("run.storyline.json", "run.storyline.json", "storyline", D_STORY),
+                detected("in a directory", "out/2026/run.storyline.json", "storyline", D_STORY),
+                detected("the name wins over ATIF content", "run.storyline.json", "storyline", D_ATIF),
+                detected("the name wins over ACTF content", "run.storyline.json", "storyline", D_ACTF),
+                detected(
+                    "the name wins over text that is not JSON", "run.storyline.json", "storyline", text="not json"
+                ),
+                detected("a name that only contains .storyline.json", "run.storyline.json.bak", None, {}),
+            ],
+        ),
+        case(
+            "path rule 4: *.actf.json is actf",
+            "actf",
+            "detect",
+            [
+                detected("task.actf.json", "task.actf.json", "actf", D_ACTF),
+                detected("in a directory", "runs/task.actf.json", "actf", D_ACTF),
+                detected("the name wins over Storyline content (content rule 1)", "task.actf.json", "actf", D_STORY),
+                detected("the name wins over ATIF content", "task.actf.json", "actf", D_ATIF),
+                detected("the name wins over content no rule knows", "task.actf.json", "actf", {}),
+                detected("*.actf.jsonl is not a path rule", "task.actf.jsonl", None, text=lines({})),
+            ],
+        ),
+        case(
+            "path rule 5: *.md is agenticmd",
+            "agenticmd",
+            "detect",
+            [
+                detected("run.md", "run.md", "agenticmd", text=D_AGENTICMD),
+                detected("in a directory", "notes/s1.md", "agenticmd", text=D_AGENTICMD),
+                detected("any Markdown file, by its name alone", "README.md", "agenticmd", text="# a title\n"),
+                detected("the name wins over Storyline JSON content", "run.md", "agenticmd", D_STORY),
+                detected("*.markdown is not a path rule", "run.markdown", None, text="# a title\n"),
+            ],
+        ),
+        case(
+            "a name no path rule knows leaves the decision to the content",
+            "atif",
+            "detect",
+            [
+                detected("*.json", "trajectory.json", "atif", D_ATIF),
+                detected("the extension does not matter", "trajectory.txt", "atif", D_ATIF),
+                detected("no extension", "trajectory", "atif", D_ATIF),
+                detected("*.atif.json is not a path rule", "run.atif.json", "atif", D_ATIF),
+                detected("*.atif.json holding a Storyline", "run.atif.json", "storyline", D_STORY),
+                detected("*.atif.json holding nothing known", "run.atif.json", None, {}),
+            ],
+        ),
+    ]
+
+
+def detect_content() -> list[dict]:
+    path = "input.json"
+    bare_story = {k: v for k, v in D_STORY.items() if k != "schema_version"}
+    return [
+        case(
+            "content rule 1: a schema_version starting with storyline/ is storyline",
+            "storyline",
+            "detect",
+            [
+                detected("storyline/v1", path, "storyline", D_STORY),
+                detected("any version after the prefix", path, "storyline", {"schema_version": "storyline/v2"}),
+                detected("an array: its first element", path, "storyline", [D_STORY, D_STORY]),
+                detected("case matters", path, None, {**D_STORY, "schema_version": "Storyline/v1"}),
+                detected("the slash is part of the prefix", path, None, {**D_STORY, "schema_version": "storyline-v1"}),
+                detected("a schema_version that is not a string", path, None, {**D_STORY, "schema_version": 1}),
+                detected("a Storyline without schema_version is not detected", path, None, bare_story),
+                detected("nor an array of them", path, None, [bare_story]),
+                detected("only the first element of an array counts", path, None, [bare_story, D_STORY]),
+            ],
+        ),
+        case(
+            "content rule 2: task_id and non-empty attempts whose every trajectory is ACTF is actf",
+            "actf",
+            "detect",
+            [
+                detected("a trajectory with an ACTF_ schema_version", path, "actf", D_ACTF),
+                detected(
+                    "a trajectory that is an array of objects",
+                    path,
+                    "actf",
+                    {"task_id": "t1", "attempts": {"1": {"trajectory": [{"role": "user"}, {"role": "assistant"}]}}},
+                ),
+                detected(
+                    "several attempts, every one an ACTF trajectory",
+                    path,
+                    "actf",
+                    {
+                        "task_id": "t1",
+                        "attempts": {
+                            "1": {"trajectory": {"schema_version": "ACTF_v1.0"}},
+                            "2": {"trajectory": [{"role": "user"}]},
+                        },
+                    },
+                ),
+                detected("no task_id", path, None, {"attempts": D_ACTF["attempts"]}),
+                detected("empty attempts", path, None, {"task_id": "t1", "attempts": {}}),
+                detected(
+                    "attempts that is an array",
+                    path,
+                    None,
+                    {"task_id": "t1", "attempts": [{"trajectory": {"schema_version": "ACTF_v1.0"}}]},
+                ),
+                detected(
+                    "one attempt without a trajectory",
+                    path,
+                    None,
+                    {
+                        "task_id": "t1",
+                        "attempts": {"1": {"trajectory": {"schema_version": "ACTF_v1.0"}}, "2": {"status": "x"}},
+                    },
+                ),
+                detected(
+                    "a trajectory schema_version without the ACTF_ prefix",
+                    path,
+                    None,
+                    {"task_id": "t1", "attempts": {"1": {"trajectory": {"schema_version": "v1.0"}}}},
+                ),
+                detected(
+                    "a trajectory array holding a non-object",
+                    path,
+                    None,
+                    {"task_id": "t1", "attempts": {"1": {"trajectory": [{"role": "user"}, "text"]}}},
+                ),
+            ],
+        ),
+        case(
+            "content rule 3: session_id, step_id and a message key on the first element or object is openai-msg",
+            "openai-msg",
+            "detect",
+            [
+                detected("messages", path, "openai-msg", D_ROW),
+                detected(
+                    "messages_json", path, "openai-msg", {"session_id": "s1", "step_id": 1, "messages_json": "[]"}
+                ),
+                detected("response", path, "openai-msg", {"session_id": "s1", "step_id": 1, "response": {}}),
+                detected(
+                    "response_json", path, "openai-msg", {"session_id": "s1", "step_id": 1, "response_json": "{}"}
+                ),
+                detected("an array: its first element", path, "openai-msg", [D_ROW, D_ROW]),
+                detected("JSONL: its first line", "rows.jsonl", "openai-msg", text=lines(D_ROW, D_ROW)),
+                detected("no message key", path, None, {"session_id": "s1", "step_id": 1}),
+                detected("no step_id", path, None, {"session_id": "s1", "messages": []}),
+                detected("no session_id", path, None, {"step_id": 1, "messages": []}),
+            ],
+        ),
+        case(
+            "content rule 4: a root schema_version starting with ATIF is atif",
+            "atif",
+            "detect",
+            [
+                detected("ATIF-v1.7", path, "atif", D_ATIF),
+                detected("any version after the prefix", path, "atif", {"schema_version": "ATIF-v1.5"}),
+                detected("case matters", path, None, {"schema_version": "atif-v1.7"}),
+                detected("a shorter text", path, None, {"schema_version": "ATI"}),
+            ],
+        ),
+        case(
+            "content rule 5: a root session_steps is openai-msg",
+            "openai-msg",
+            "detect",
+            [
+                detected("session_steps", path, "openai-msg", D_OPENAI),
+                detected("empty session_steps", path, "openai-msg", {"session_steps": []}),
+                detected("only at the root, not in an array's first element", path, None, [D_OPENAI]),
+            ],
+        ),
+        case(
+            "content rule 6: a root with steps and agent is atif",
+            "atif",
+            "detect",
+            [
+                detected("steps and agent", path, "atif", {"steps": [], "agent": {"name": "bot"}}),
+                detected("steps alone", path, None, {"steps": []}),
+                detected("agent alone", path, None, {"agent": {"name": "bot"}}),
+            ],
+        ),
+        case(
+            "content rule 7: a first element with an ATIF schema_version, steps and agent, or "
+            "session_id, step_id and agent_name is atif",
+            "atif",
+            "detect",
+            [
+                detected("an ATIF schema_version", path, "atif", [D_ATIF]),
+                detected("steps and agent", path, "atif", [{"steps": [], "agent": {"name": "bot"}}]),
+                detected("session_id, step_id and agent_name", path, "atif", [ATIF_LINE, ATIF_LINE]),
+                detected(
+                    "JSONL: session_id, step_id and agent_name on the first line",
+                    "steps.jsonl",
+                    "atif",
+                    text=lines(ATIF_LINE, ATIF_LINE),
+                ),
+                detected("agent_name missing", path, None, [{"session_id": "s1", "step_id": 1}]),
+                detected("only the first element counts", path, None, [{}, D_ATIF]),
+                detected("an empty array", path, None, []),
+            ],
+        ),
+        case(
+            "content no rule knows is unknown",
+            "storyline",
+            "detect",
+            [
+                detected("an empty object", path, None, {}),
+                detected("a string", path, None, "storyline/v1"),
+                detected("null", path, None, None),
+                detected("text that is not JSON", "notes.txt", None, text="hello\n"),
+                detected("an empty file", path, None, text=""),
+                detected(
+                    "JSON behind a UTF-8 byte order mark is not JSON", path, None, text="\ufeff" + json.dumps(D_STORY)
+                ),
+            ],
+        ),
+    ]
+
+
+def detect_order() -> list[dict]:
+    path = "input.json"
+    openai = {"requires": ["openai-msg"]}
+    return [
+        case(
+            "content rule 1 comes first",
+            "storyline",
+            "detect",
+            [
+                detected("before rule 2 (ACTF)", path, "storyline", {**D_ACTF, **D_STORY}),
+                detected("before rule 6 (steps and agent)", path, "storyline", {**D_STORY, "steps": [], "agent": {}}),
+                detected("before rule 7, in an array", path, "storyline", [{**D_STORY, **ATIF_LINE}]),
+            ],
+        ),
+        case(
+            "content rule 1 comes before rule 3",
+            "storyline",
+            "detect",
+            [detected("a Storyline with session_id, step_id and messages", path, "storyline", {**D_ROW, **D_STORY})],
+            **openai,
+        ),
+        case(
+            "content rule 2 (ACTF) comes before rules 4, 6 and 7 (ATIF)",
+            "actf",
+            "detect",
+            [
+                detected("before rule 4", path, "actf", {**D_ACTF, "schema_version": "ATIF-v1.7"}),
+                detected("before rule 6", path, "actf", {**D_ACTF, "steps": [], "agent": {}}),
+            ],
+        ),
+        case(
+            "content rule 2 (ACTF) comes before rules 3 and 5 (OpenAI)",
+            "actf",
+            "detect",
+            [
+                detected("before rule 3", path, "actf", {**D_ACTF, **D_ROW}),
+                detected("before rule 5", path, "actf", {**D_ACTF, "session_steps": []}),
+            ],
+            **openai,
+        ),
+        case(
+            "content rule 3 (OpenAI rows) comes before rules 4, 6 and 7 (ATIF)",
+            "openai-msg",
+            "detect",
+            [
+                detected("before rule 4", path, "openai-msg", {**D_ROW, "schema_version": "ATIF-v1.7"}),
+                detected("before rule 6", path, "openai-msg", {**D_ROW, "steps": [], "agent": {}}),
+                detected("before rule 7", path, "openai-msg", [{**D_ROW, "agent_name": "bot"}]),
+                detected(
+                    "before rule 7, in JSONL", "rows.jsonl", "openai-msg", text=lines({**D_ROW, "agent_name": "bot"})
+                ),
+            ],
+            requires=["atif"],
+        ),
+        case(
+            "content rule 4 (ATIF) comes before rule 5 (OpenAI)",
+            "atif",
+            "detect",
+            [detected("an ATIF schema_version beside session_steps", path, "atif", {**D_ATIF, "session_steps": []})],
+            **openai,
+        ),
+        case(
+            "content rule 5 (OpenAI) comes before rules 6 and 7 (ATIF)",
+            "openai-msg",
+            "detect",
+            [
+                detected(
+                    "session_steps beside steps and agent", path, "openai-msg", {**D_OPENAI, "steps": [], "agent": {}}
+                )
+            ],
+            requires=["atif"],
+        ),
+        case(
+            "an array is detected by its first element",
+            "storyline",
+            "detect",
+            [
+                detected("a Storyline, then an ATIF trajectory", path, "storyline", [D_STORY, D_ATIF]),
+                detected("an ATIF trajectory, then a Storyline", path, "atif", [D_ATIF, D_STORY]),
+            ],
+            requires=["atif"],
+        ),
+        case(
+            "JSONL is detected by its first non-empty line",
+            "storyline",
+            "detect",
+            [
+                detected("a Storyline line, then an ATIF line", "runs.jsonl", "storyline", text=lines(D_STORY, D_ATIF)),
+                detected("an ATIF line, then a Storyline line", "runs.jsonl", "atif", text=lines(D_ATIF, D_STORY)),
+                detected(
+                    "empty and blank lines are skipped",
+                    "runs.jsonl",
+                    "storyline",
+                    text="\n   \n\t\n" + lines(D_STORY, D_ATIF),
+                ),
+                detected(".ndjson is JSONL too", "runs.ndjson", "storyline", text=lines(D_STORY, D_ATIF)),
+                detected("a first line that is not JSON: unknown", "runs.jsonl", None, text=lines("not json", D_STORY)),
+                detected("only blank lines: unknown", "runs.jsonl", None, text="\n  \n"),
+            ],
+            requires=["atif"],
+        ),
+        case(
+            "AgenticMD content (§5): --- with a `format: persisting` line, or a persisting:block marker, "
+            "in text that is not JSON",
+            "agenticmd",
+            "detect",
+            [
+                detected("a whole AgenticMD document", "s1.txt", "agenticmd", text=D_AGENTICMD),
+                detected("front matter alone", "export", "agenticmd", text="---\nformat: persisting\n---\n"),
+                detected(
+                    "a block marker without front matter",
+                    "s1.txt",
+                    "agenticmd",
+                    text='<!-- persisting:block:agent {"type":"text","source":"agent"} -->\n\nhello\n',
+                ),
+                detected("front matter of another kind", "notes.txt", None, text="---\ntitle: notes\n---\n\nhello\n"),
+                detected("a marker inside a JSON string", path, None, {"note": "<!-- persisting:block:agent {} -->"}),
+            ],
+        ),
+    ]
+
+
 # --- files ---------------------------------------------------------------------------------
 
 FILES = {
@@ -796,6 +1207,9 @@ FILES = {
     "actf/timestamps.json": actf_timestamps,
     "actf/unknown_fields.json": actf_unknown_fields,
     "actf/fixtures.json": actf_fixture_round_trips,
+    "detect/paths.json": detect_paths,
+    "detect/content.json": detect_content,
+    "detect/order.json": detect_order,
 }
 
 

@@ -7,6 +7,7 @@ the runner must catch, and a correct wrapper over mapc's API that must pass.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -27,7 +28,8 @@ ATIF = {
     "steps": [],
 }
 
-# A small suite: a valid and an invalid Storyline, an ATIF residual, a JSONL input, a round trip.
+# A small suite: a valid and an invalid Storyline, an ATIF residual, a JSONL input, a round trip,
+# and detection (path before content, content, unknown, a JSONL file's first line).
 CASES = [
     {
         "description": "validate",
@@ -85,11 +87,30 @@ CASES = [
             }
         ],
     },
+    {
+        "description": "detect",
+        "format": "atif",
+        "operation": "detect",
+        "requires": ["actf"],
+        "tests": [
+            {"description": "path before content", "path": "run.actf.json", "input": ATIF, "output": "actf"},
+            {"description": "content", "path": "run.json", "input": ATIF, "output": "atif"},
+            {"description": "unknown", "path": "run.json", "input": {"x": 1}, "output": None},
+            {
+                "description": "JSONL",
+                "path": "runs.jsonl",
+                "input_text": "\n" + json.dumps(ATIF) + "\nnot json\n",
+                "jsonl": True,
+                "output": "atif",
+            },
+        ],
+    },
 ]
+N_TESTS = sum(len(case["tests"]) for case in CASES)
 
 CORRECT = """
 import json, sys
-from mapc.engine import convert, storyline
+from mapc.engine import convert, detect, storyline
 from mapc.engine.problems import MapcError
 
 req = json.load(sys.stdin)
@@ -97,7 +118,9 @@ data = req["input_text"].encode() if "input_text" in req else json.dumps(req["in
 jsonl = req.get("jsonl", False)
 try:
     op = req["operation"]
-    if op == "validate":
+    if op == "detect":
+        out = detect.detect(req["path"], data)
+    elif op == "validate":
         convert.into_storyline(req["format"], data, jsonl=jsonl)
         out = True
     elif op == "forward":
@@ -127,6 +150,10 @@ DROPS_UNKNOWN_FIELDS = CORRECT.replace(
     '        s.pop("unknown_key_counts", None)\n'
     'print(json.dumps({"output": out}))',
 )
+CONTENT_BEFORE_PATH = CORRECT.replace(
+    'detect.detect(req["path"], data)', 'detect.by_content(data, jsonl=jsonl) or detect.by_path(req["path"])'
+)
+UNKNOWN_AS_TEXT = CORRECT.replace('detect.detect(req["path"], data)', 'detect.detect(req["path"], data) or "unknown"')
 WRONG_CODE = CORRECT.replace("p.code", '"storyline.invalid"').replace("q.code", '"storyline.invalid"')
 GARBAGE = "import sys\nsys.stdin.read()\nprint('not json')\n"
 BAD_STATUS = "import sys\nsys.stdin.read()\nprint('{\"output\": true}')\nsys.exit(3)\n"
@@ -193,6 +220,8 @@ def test_a_correct_wrapper_passes_a_real_subset(runner, tmp_path):
         ("always_valid", ALWAYS_VALID, "validate > empty session"),
         ("drops_unknown_fields", DROPS_UNKNOWN_FIELDS, "forward keeps unknown keys > a vendor key"),
         ("wrong_code", WRONG_CODE, "validate > empty session"),
+        ("content_before_path", CONTENT_BEFORE_PATH, "detect > path before content"),
+        ("unknown_as_text", UNKNOWN_AS_TEXT, "detect > unknown"),
     ],
 )
 def test_a_wrong_implementation_is_caught(runner, cases, tmp_path, name, code, caught):
@@ -204,6 +233,30 @@ def test_a_wrong_implementation_is_caught(runner, cases, tmp_path, name, code, c
 
 
 @pytest.mark.parametrize(
+    ("name", "code", "caught", "got"),
+    [
+        ("content_before_path", CONTENT_BEFORE_PATH, "detect > path before content", '{"output":"atif"}'),
+        ("unknown_as_text", UNKNOWN_AS_TEXT, "detect > unknown", '{"output":"unknown"}'),
+    ],
+)
+def test_a_wrong_detect_answer_fails_exactly_its_test(runner, cases, tmp_path, name, code, caught, got):
+    result = runner.invoke(cli, ["conformance", "run", str(cases), "--impl", _impl(tmp_path, f"{name}.py", code)])
+    assert result.exit_code == 1
+    fails = [line for line in result.output.splitlines() if line.startswith("FAIL")]
+    assert len(fails) == 1 and caught in fails[0], result.output
+    assert f"got:      {got}" in result.output
+
+
+def test_the_readme_implementation_passes(runner, cases, tmp_path):
+    readme = (SUITE / "README.md").read_text(encoding="utf-8")
+    code = re.search(r"```python\n(.*?)```", readme.split("### The command protocol", 1)[1], re.S)
+    assert code
+    result = runner.invoke(cli, ["conformance", "run", str(cases), "--impl", _impl(tmp_path, "readme.py", code[1])])
+    assert result.exit_code == 0, result.output
+    assert f"{N_TESTS} tests" in result.output
+
+
+@pytest.mark.parametrize(
     ("name", "code", "says"),
     [("garbage", GARBAGE, "not one JSON object"), ("status", BAD_STATUS, "exit status 3")],
 )
@@ -211,7 +264,7 @@ def test_protocol_breaches_fail_every_test(runner, cases, tmp_path, name, code, 
     result = runner.invoke(cli, ["conformance", "run", str(cases), "--impl", _impl(tmp_path, f"{name}.py", code)])
     assert result.exit_code == 1
     fails = [line for line in result.output.splitlines() if line.startswith("FAIL")]
-    assert len(fails) == 6
+    assert len(fails) == N_TESTS
     assert "protocol:" in result.output and says in result.output
 
 
@@ -231,7 +284,7 @@ def test_a_format_mapc_lacks_is_skipped(runner, tmp_path):
     path.write_text(json.dumps([{**CASES[0], "format": "no-such-format"}]))
     result = runner.invoke(cli, ["conformance", "run", str(path.parent)])
     assert result.exit_code == 0
-    assert "format no-such-format is not implemented" in result.output
+    assert "format no-such-format is not yet implemented" in result.output
 
 
 def test_a_broken_case_file_is_reported(runner, tmp_path):
