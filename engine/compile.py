@@ -296,7 +296,7 @@ def compile_spec(spec: Spec) -> Program:
         each,
         top_objects,
         doc_id,
-        _count_tree(c.root, children, each),
+        _objects_count_tree(spec) if spec.rows is not None else _count_tree(c.root, children, each),
         forward_root,
         reverse_root,
         source,
@@ -319,6 +319,16 @@ def _relative(template: Template, prefix: Template) -> tuple[Any, ...] | None:
 
 def _ends_in_var(tokens: tuple[Any, ...]) -> bool:
     return bool(tokens) and isinstance(tokens[-1], Var) and not any(isinstance(t, Var) for t in tokens[:-1])
+
+
+def _objects_count_tree(spec: Spec) -> Tree:
+    """The count tree of a row corpus: every variable of an `objects` template is a position."""
+    tree: dict[Any, Any] = {}
+    for template, _, _ in spec.objects:
+        node = tree
+        for token in template.tokens:
+            node = node.setdefault(ANY_INDEX if isinstance(token, Var) else token, {})
+    return tree
 
 
 def _count_tree(root: Scope, children: Path | None, each: Path | None) -> Tree:

@@ -121,6 +121,8 @@ def _located_path(data: Any, text: str) -> tuple[Any, ...]:
             path.append(token)
             break
         path.append(key)
+        if type(node) is dict and key not in node:
+            break
         node = node[key]
     return tuple(path)
 
@@ -134,8 +136,27 @@ def iter_lint_problems(spec: Spec) -> Iterator[Problem]:
         compile_spec(spec)
     except MapcError as exc:
         yield from (_rule_pointer(spec, p) for p in exc.problems)
+    if spec.rows is not None:
+        yield from _rows_problems(spec)
+        return
     analysis = _Analysis(spec)
     yield from analysis.problems()
+
+
+def _rows_problems(spec: Spec) -> Iterator[Problem]:
+    """A row corpus maps through its two named functions: they must exist and take what is passed."""
+    assert spec.rows is not None
+    for key, name, arity in (("call", spec.rows.call, 1), ("reverse_call", spec.rows.reverse_call, 3)):
+        fn = functions.lookup(name)
+        if fn is None:
+            yield Problem("lint.unknown_function", f"/document/map/{key}", f"unknown function {name!r}", spec.at)
+        elif fn.arity != arity:
+            message = f"{name!r} takes {fn.arity} arguments; document.map.{key} passes {arity}"
+            yield Problem("lint.arity", f"/document/map/{key}", message, spec.at)
+    for consume in spec.rows.consume:
+        if not any(consume.at.tokens[:-1] == t.tokens for t, _, _ in spec.objects):
+            message = f"{consume.at} is not a key of an object the spec declares in `objects`"
+            yield Problem("lint.consume_outside_objects", f"/consume/{consume.at.text}", message, consume.location)
 
 
 def _rule_pointer(spec: Spec, problem: Problem) -> Problem:

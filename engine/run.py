@@ -19,24 +19,15 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
-from mapc.engine import pointer
+from mapc.engine import pointer, rows
+from mapc.engine.mapped import Mapped, Rebuilt
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.program import Context, Frame, Program, Rule, get_in, insert_copying, pointer_text, put_in
 from mapc.engine.residual import count_keys
 from mapc.engine.values import MISSING, json_equal
 from mapc.engine.views import document_id
-
-
-@dataclass(frozen=True, slots=True)
-class Mapped:
-    """One Storyline and the pointer of the source node it came from (its envelope carrier)."""
-
-    story: dict[str, Any]
-    carrier: str
-
 
 # --- forward -------------------------------------------------------------------------------
 
@@ -54,9 +45,15 @@ def _paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def forward(program: Program, doc: Any, source_document_id: str | None = None) -> list[Mapped]:
-    """Map one top-level source document to its Storylines (parents before their children)."""
+def forward(
+    program: Program, doc: Any, source_document_id: str | None = None, *, path: str | None = None
+) -> list[Mapped]:
+    """Map one top-level source document to its Storylines (parents before their children).
+
+    `path` is the input's relative path, the identity of a row corpus (`document.rows`)."""
     with _paused_gc():
+        if program.spec.rows is not None:
+            return rows.forward(program.spec, doc, path)
         return _forward(program, doc, source_document_id)
 
 
@@ -198,17 +195,11 @@ def _mirror_residuals(residual: dict[str, Any], mirrors: dict[str, str]) -> None
 # --- reverse -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Rebuilt:
-    """One rebuilt top-level source document and the Storylines it came from, with carriers."""
-
-    document: dict[str, Any]
-    stories: tuple[Mapped, ...]
-
-
 def reverse(program: Program, stories: list[dict[str, Any]]) -> list[Rebuilt]:
     """Rebuild source documents: one per tree of `/children` links, or one for all members."""
     with _paused_gc():
+        if program.spec.rows is not None:
+            return rows.reverse(program.spec, stories)
         return _reverse(program, stories)
 
 

@@ -178,6 +178,36 @@ class CheckSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class Consume:
+    """A key read only under a condition (`consume:`): kept as a residual unless `when` holds of its
+    value (a condition name, or ``empty``: null, [] or {}), or it equals the value `equals` names."""
+
+    at: Template
+    when: str | None
+    equals: Any  # a pointer template (same variables), {story: ptr}, {const: v} or {first_of: [...]}
+    location: SpecLocation
+
+
+@dataclass(frozen=True, slots=True)
+class RowsSpec:
+    """A row corpus (`document.rows`): one Storyline per group of rows, mapped by named functions.
+
+    The rows are the array at `rows` (or a bare top-level array, or JSONL lines); rows are grouped
+    by the value at `group_by` (first appearance first) and stably sorted by the integer at
+    `order_by`.  `call` maps one group, `reverse_call` gives back the rows of Storylines.
+    """
+
+    rows: Template
+    group_by: Template
+    order_by: Template
+    call: str
+    reverse_call: str
+    decode_json: tuple[Template, ...] = ()
+    consume: tuple[Consume, ...] = ()
+    tables: Any = None
+
+
+@dataclass(frozen=True, slots=True)
 class Spec:
     """A loaded mapping spec."""
 
@@ -197,6 +227,7 @@ class Spec:
     detect: Any = None  # how files of this format are recognized (engine/detect.py)
     prepare: Any = None  # variant shapes rewritten before the checks (engine/prepare.py)
     aliases: tuple[str, ...] = ()  # other names the format is known by
+    rows: RowsSpec | None = None  # a row corpus (engine/rows.py) instead of one document tree
 
 
 # --- YAML with locations -------------------------------------------------------------------
@@ -326,6 +357,9 @@ class _SpecReader:
             "detect",
             "prepare",
             "aliases",
+            "decode_json",
+            "consume",
+            "tables",
         }
         for key in data:
             if key not in allowed:
@@ -350,6 +384,7 @@ class _SpecReader:
                 objects.append((t, frozenset(keys), self.loc.at("objects", ptr)))
         rules = [self.rule(item, i, ("rules", i)) for i, item in enumerate(data.get("rules") or [])]
         checks = [self.check(item, i) for i, item in enumerate(data.get("checks") or [])]
+        rows = self.rows(document, data) if "rows" in document else None
         return Spec(
             name=name,
             title=str(data.get("title", name)),
@@ -366,7 +401,38 @@ class _SpecReader:
             detect=data.get("detect"),
             prepare=data.get("prepare"),
             aliases=tuple(str(a) for a in data.get("aliases") or ()),
+            rows=rows,
             at=self.loc.at(),
+        )
+
+    def rows(self, document: dict[str, Any], data: dict[str, Any]) -> RowsSpec | None:
+        """`document: {rows, group_by, order_by, map: {call, reverse_call}}` and its companions."""
+        found = {k: self.template(document.get(k), "document", k) for k in ("rows", "group_by", "order_by")}
+        mapping = document.get("map")
+        if not isinstance(mapping, dict) or not all(isinstance(mapping.get(k), str) for k in ("call", "reverse_call")):
+            self.fail("`document.map` must be {call: fn, reverse_call: fn}", "document", "map")
+            return None
+        decode = [self.template(t, "decode_json", i) for i, t in enumerate(data.get("decode_json") or [])]
+        consume = []
+        for ptr, how in (data.get("consume") or {}).items():
+            t = self.template(ptr, "consume", ptr)
+            if not isinstance(how, dict) or not set(how) or not set(how) <= {"when", "equals"}:
+                self.fail("a consumed key is {when: condition} or {equals: value}", "consume", ptr)
+            elif how.get("when") not in (None, "empty", *CONDITIONS):
+                self.fail(f"unknown condition {how['when']!r}", "consume", ptr, "when")
+            elif t:
+                consume.append(Consume(t, how.get("when"), how.get("equals", MISSING), self.loc.at("consume", ptr)))
+        if None in found.values() or None in decode:
+            return None
+        return RowsSpec(
+            found["rows"],  # type: ignore[arg-type]
+            found["group_by"],  # type: ignore[arg-type]
+            found["order_by"],  # type: ignore[arg-type]
+            mapping["call"],
+            mapping["reverse_call"],
+            tuple(t for t in decode if t is not None),
+            tuple(consume),
+            data.get("tables"),
         )
 
     def array(self, src: Any, dst: Any) -> ArraySpec | None:

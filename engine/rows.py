@@ -1,0 +1,365 @@
+"""Row corpora: documents made of rows, grouped into one Storyline per group (`document.rows`).
+
+Some formats are tables, not trees: a training corpus is a list of rows, each one step of some
+session, in any order.  A spec says where the rows are, which value groups them into Storylines
+(`group_by`, first appearance first) and which integer orders them (`order_by`, a stable sort),
+and names the two functions that map one group to a Storyline and Storylines back to rows.
+Everything else is done here, the same for any such format:
+
+- shape: an object holding the rows array (its other keys are the document's residuals), a bare
+  array of rows, or JSONL lines; no rows at all is an error;
+- row checks: each row an object, a non-empty string group key, an order key that is an integer
+  ≥ 1 and unique within its group; every problem points at `/{rows}/{r}` with `r` the row's index
+  in the file;
+- `decode_json`: string values at these templates that hold JSON are decoded first;
+- residuals: keys the spec's `objects` do not know are kept under their source pointer, unless a
+  `consume` entry says when they are read (`when: empty`, `when: text`, `equals: {story: /session}`);
+  an object-template match that is neither an object nor null is kept whole;
+- the envelope: every row of a Storyline is one of its carriers;
+- reverse: rows are written Storyline by Storyline, the residuals put back by pointer.  A row that
+  moves (the input was not grouped and ordered) keeps its order key as a residual, so its other
+  residuals find it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+import orjson
+
+from mapc.engine import functions, pointer
+from mapc.engine.checks import collect
+from mapc.engine.mapped import Mapped, Rebuilt
+from mapc.engine.problems import MapcError, Problem
+from mapc.engine.program import CONDITIONS
+from mapc.engine.residual import count_keys
+from mapc.engine.spec import Consume, RowsSpec, Spec
+from mapc.engine.template import Template, Var, parse_template
+from mapc.engine.values import MISSING, is_empty, is_int, json_equal
+
+DEFAULT_PATH = "source.json"
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """The rows of one Storyline, in order: (index in the file, row) pairs, and where rows live."""
+
+    rows: tuple[tuple[int, dict[str, Any]], ...]
+    at: str  # the escaped pointer of the rows array, e.g. "/session_steps"
+    document_id: str
+    tables: Any
+
+    def pointer(self, r: int, *tokens: str | int) -> str:
+        """The pointer of a value inside row `r` (its index in the file)."""
+        return pointer.join(f"{self.at}/{r}", *tokens)
+
+
+# --- forward ---------------------------------------------------------------------------------
+
+
+def forward(spec: Spec, doc: Any, path: str | None) -> list[Mapped]:
+    """The Storylines of one row corpus, one per group, in order of first appearance."""
+    model = spec.rows
+    assert model is not None
+    document_id = relative_path(path)
+    at = _literal(model.rows)
+    rows, root = _rows_of(doc, model)
+    rows = [_decoded(row, model.decode_json) for row in rows]
+    groups = _groups(rows, model, at)
+    mapper = _function(model.call)
+    out = []
+    for members in groups:
+        group = Group(tuple((r, rows[r]) for r in members), at, document_id, model.tables)
+        story, residual = mapper(group)
+        residual = {**root, **residual}
+        residual.update(_unknown_keys(spec, group, story))
+        _keep_order_keys(residual, members, groups, model, group)
+        if residual:
+            story["unknown_fields"] = {
+                "sources": {spec.source: {"source_document_id": document_id, "fields": residual}}
+            }
+        out.append(Mapped(story, *_carriers(group)))
+    return out
+
+
+def relative_path(path: str | None) -> str:
+    """The corpus identity: its relative path, which must not be absolute or leave its directory."""
+    if path is None:
+        return DEFAULT_PATH
+    parts = PurePosixPath(path.replace("\\", "/"))
+    if not path or parts.is_absolute() or any(p in ("..", ".") for p in path.replace("\\", "/").split("/")):
+        raise MapcError.single(
+            "input.bad_path",
+            "",
+            f"the document id is the input's relative path; {path!r} is not a relative path inside its directory",
+        )
+    return path
+
+
+def _literal(template: Template) -> str:
+    return pointer.format(t for t in template.tokens if not isinstance(t, Var))
+
+
+def _rows_of(doc: Any, model: RowsSpec) -> tuple[list[Any], dict[str, Any]]:
+    """The rows and the document's own other keys (kept as residuals at `/{key}`)."""
+    key = model.rows.tokens[0]
+    if type(doc) is list:
+        rows, root = doc, {}
+    elif type(doc) is dict and type(doc.get(key)) is list:
+        rows = doc[key]
+        root = {"/" + pointer.escape(k): v for k, v in doc.items() if k != key}
+    elif type(doc) is dict:
+        raise MapcError.single("rows.shape", "", f"expected an array of rows or an object with a {key!r} array")
+    else:
+        raise MapcError.single("rows.shape", "", f"expected an array of rows, got a {type(doc).__name__} root")
+    if not rows:
+        raise MapcError.single("rows.empty", _literal(model.rows), "the rows cannot be empty")
+    return rows, root
+
+
+def _decoded(row: Any, templates: tuple[Template, ...]) -> Any:
+    """`row` with the JSON-holding strings at `templates` decoded (a copy where anything changes)."""
+    for template in templates:
+        tokens = template.tokens[2:]  # below /{rows}/{r}
+        for steps, value in collect(row, tokens):
+            if type(value) is str:
+                try:
+                    decoded = orjson.loads(value)
+                except orjson.JSONDecodeError:
+                    continue
+                row = _replaced(row, _flat(steps), decoded)
+    return row
+
+
+def _flat(steps: Any) -> list[Any]:
+    out: list[Any] = []
+    while steps:
+        steps, key = steps
+        out.append(key)
+    return out[::-1]
+
+
+def _replaced(node: Any, path: list[Any], value: Any) -> Any:
+    if not path:
+        return value
+    copy = list(node) if type(node) is list else dict(node)
+    copy[path[0]] = _replaced(node[path[0]], path[1:], value)
+    return copy
+
+
+def _groups(rows: list[Any], model: RowsSpec, at: str) -> list[list[int]]:
+    """Row indices per group (first appearance first), each stably sorted by its order key."""
+    by_tokens, order_tokens = model.group_by.tokens, model.order_by.tokens
+    problems: list[Problem] = []
+    groups: dict[str, list[int]] = {}
+    for r, row in enumerate(rows):
+        here = f"{at}/{r}"
+        if type(row) is not dict:
+            problems.append(Problem("rows.not_object", here, f"a row must be an object, got {_kind(row)}"))
+            continue
+        key = pointer.resolve(row, by_tokens)
+        if type(key) is not str or not key:
+            where = here + model.group_by.text
+            problems.append(Problem("rows.group_key", where, f"expected a non-empty string, got {_show(key)}"))
+            continue
+        order = pointer.resolve(row, order_tokens)
+        if not is_int(order) or not 1 <= order < 2**63:
+            where = here + model.order_by.text
+            message = f"expected an integer ≥ 1 (i64), got {_show(order)}"
+            problems.append(Problem("rows.order_key", where, message))
+            continue
+        groups.setdefault(key, []).append(r)
+    out = []
+    for members in groups.values():
+        members.sort(key=lambda r: pointer.resolve(rows[r], order_tokens))
+        seen: dict[int, int] = {}
+        for r in members:
+            order = pointer.resolve(rows[r], order_tokens)
+            if order in seen:
+                where = f"{at}/{r}{model.order_by.text}"
+                message = f"duplicate {model.order_by.text[1:]} {order} in its group (also row {seen[order]})"
+                problems.append(Problem("rows.duplicate_order_key", where, message))
+            seen.setdefault(order, r)
+        out.append(members)
+    if problems:
+        raise MapcError(problems)
+    return out
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__.replace("str", "string").replace("dict", "object")
+
+
+def _show(value: Any) -> str:
+    return "nothing" if value is MISSING else orjson.dumps(value).decode()[:60]
+
+
+def _function(name: str) -> Any:
+    fn = functions.lookup(name)
+    if fn is None:
+        raise MapcError.single("spec.unknown_function", "", f"unknown function {name!r} in document.map")
+    return fn.fn
+
+
+def _carriers(group: Group) -> tuple[str, tuple[str, ...]]:
+    carriers = [f"{group.at}/{r}" for r, _ in group.rows]
+    return carriers[0], tuple(carriers[1:])
+
+
+# --- residuals ---------------------------------------------------------------------------------
+
+
+def _unknown_keys(spec: Spec, group: Group, story: dict[str, Any]) -> dict[str, Any]:
+    """Keys of the group's rows that no `objects` entry knows and no `consume` entry reads."""
+    assert spec.rows is not None
+    consume = {c.at.tokens: c for c in spec.rows.consume}
+    out: dict[str, Any] = {}
+    for template, known, _ in spec.objects:
+        if len(template.tokens) < 2:
+            continue  # the document root: its keys are handled with the rows
+        for r, row in group.rows:
+            for steps, obj in collect(row, template.tokens[2:]):
+                path = [r, *_flat(steps)]
+                if type(obj) is not dict:
+                    if obj is not None:
+                        out[pointer.join(group.at, *path)] = obj
+                    continue
+                for key, value in obj.items():
+                    if key in known:
+                        continue
+                    rule = consume.get((*template.tokens, key))
+                    if rule is None or not _consumed(rule, value, path, group, story):
+                        out[pointer.join(group.at, *path, key)] = value
+    return out
+
+
+def _consumed(rule: Consume, value: Any, path: list[Any], group: Group, story: dict[str, Any]) -> bool:
+    if rule.when == "empty":
+        return value is None or is_empty(value)
+    if rule.when is not None:
+        return CONDITIONS[rule.when](value)
+    bindings = {t.name: p for t, p in zip(rule.at.tokens[1:], path, strict=False) if isinstance(t, Var)}
+    return json_equal(value, _value(rule.equals, bindings, group, story))
+
+
+def _value(ref: Any, bindings: dict[str, Any], group: Group, story: dict[str, Any]) -> Any:
+    """What a `consume.equals` names: a source pointer (same variables), a Storyline value, a constant,
+    or the first of several that is present and not null."""
+    if isinstance(ref, str):
+        tokens = [str(bindings[t.name]) if isinstance(t, Var) else t for t in parse_template(ref).tokens]
+        row = dict(group.rows).get(int(tokens[1])) if len(tokens) > 1 and tokens[1].isdigit() else None
+        return pointer.resolve(row, tuple(tokens[2:])) if row is not None else MISSING
+    if isinstance(ref, dict) and "story" in ref:
+        return pointer.resolve(story, pointer.parse(ref["story"]))
+    if isinstance(ref, dict) and "const" in ref:
+        return ref["const"]
+    if isinstance(ref, dict) and "first_of" in ref:
+        for item in ref["first_of"]:
+            found = _value(item, bindings, group, story)
+            if found is not MISSING and found is not None:
+                return found
+    return MISSING
+
+
+def _keep_order_keys(
+    residual: dict[str, Any], members: list[int], groups: list[list[int]], model: RowsSpec, group: Group
+) -> None:
+    """Keep the order key of a row that has residuals and does not stay at its index: the
+    reverse writes rows group by group, and finds a moved row's residuals again by this key."""
+    start = 0
+    for g in groups:
+        if g is members:
+            break
+        start += len(g)
+    with_residuals = {int(k.split("/")[2]) for k in residual if k.startswith(group.at + "/") and k.count("/") >= 2}
+    rows = dict(group.rows)
+    for position, r in enumerate(members, start=start):
+        if r != position and r in with_residuals:
+            residual[group.pointer(r, *model.order_by.tokens)] = pointer.resolve(rows[r], model.order_by.tokens)
+
+
+# --- reverse ---------------------------------------------------------------------------------
+
+
+def reverse(spec: Spec, stories: list[dict[str, Any]]) -> list[Rebuilt]:
+    """One document holding the rows of all `stories`, Storyline by Storyline."""
+    model = spec.rows
+    assert model is not None
+    at = _literal(model.rows)
+    rows_per_story = _function(model.reverse_call)(stories, model.tables, spec.source)
+    rows: list[Any] = []
+    mapped: list[Mapped] = []
+    doc: dict[str, Any] = {}
+    problems: list[Problem] = []
+    for n, (story, own) in enumerate(zip(stories, rows_per_story, strict=True)):
+        start = len(rows)
+        rows.extend(own)
+        residual = _own_fields(story, spec.source)
+        problems.extend(_restore(doc, rows, start, residual, model, at, n))
+        mapped.append(Mapped(story, *_story_carriers(at, start, len(own))))
+    if problems:
+        raise MapcError(problems)
+    doc[model.rows.tokens[0]] = rows
+    return [Rebuilt(doc, tuple(mapped))]
+
+
+def _own_fields(story: dict[str, Any], source: str) -> dict[str, Any]:
+    body = ((story.get("unknown_fields") or {}).get("sources") or {}).get(source) or {}
+    return body.get("fields") or {}
+
+
+def _story_carriers(at: str, start: int, count: int) -> tuple[str, tuple[str, ...]]:
+    carriers = [f"{at}/{i}" for i in range(start, start + max(count, 1))]
+    return carriers[0], tuple(carriers[1:])
+
+
+def _restore(
+    doc: dict[str, Any], rows: list[Any], start: int, residual: dict[str, Any], model: RowsSpec, at: str, n: int
+) -> Iterator[Problem]:
+    """Put a Storyline's residuals back: the document's own keys at the root, row values by row."""
+    order = model.order_by.tokens
+    moved: dict[int, int] = {}
+    for ptr, value in residual.items():
+        tokens = pointer.parse(ptr)
+        if len(tokens) == 3 + len(order) - 1 and tokens[0] == model.rows.tokens[0] and tuple(tokens[2:]) == order:
+            for i in range(start, len(rows)):
+                if json_equal(pointer.resolve(rows[i], order), value):
+                    moved[int(tokens[1])] = i
+    for ptr, value in residual.items():
+        tokens = list(pointer.parse(ptr))
+        if len(tokens) == 1:
+            doc[tokens[0]] = value
+            continue
+        if tokens[0] != model.rows.tokens[0] or not pointer.is_array_index(tokens[1]):
+            yield Problem("residual.unplaceable", f"/{n}", f"residual {ptr} is not inside a row")
+            continue
+        i = moved.get(int(tokens[1]), int(tokens[1]))
+        if not 0 <= i < len(rows):
+            yield Problem("residual.unplaceable", f"/{n}", f"residual {ptr} names a row that is not there")
+            continue
+        rows[i] = _placed(rows[i], tokens[2:], value)
+
+
+def _placed(node: Any, tokens: list[str], value: Any) -> Any:
+    """`node` with `value` put at `tokens` (a residual wins), creating objects on the way."""
+    if not tokens:
+        return value
+    head, rest = tokens[0], tokens[1:]
+    if type(node) is list and pointer.is_array_index(head):
+        i = int(head)
+        copy = list(node)
+        while len(copy) <= i:
+            copy.append(None)
+        copy[i] = _placed(copy[i], rest, value)
+        return copy
+    copy = dict(node) if type(node) is dict else {}
+    copy[head] = _placed(copy.get(head), rest, value) if rest else value
+    return copy
+
+
+def count_fields(fields: dict[str, Any], tree: Any) -> dict[str, int]:
+    """`unknown_key_counts` of one source's fields (the normalization tree of its spec)."""
+    return count_keys(fields, tree)

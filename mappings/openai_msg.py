@@ -1,0 +1,504 @@
+"""OpenAI Messages (RFC-0009 as restated in REFERENCE.md §1.5): the two functions openai-msg.yaml names.
+
+`engine/rows.py` does what any row corpus needs (shape, grouping by session, ordering by step,
+JSON strings decoded, unknown keys kept); these functions do what only this format needs: pick
+the turns out of a session's rows (context messages, the last user message, the assistant
+output) and write rows back with their full message history.  The key lists they read (metric
+names, env keys, identity chains) are data in the spec's `tables:`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+
+from mapc.engine import pointer
+from mapc.engine.functions import I64_MAX, I64_MIN, U64_MAX, register
+from mapc.engine.problems import MapcError, Problem
+from mapc.engine.rows import Group
+from mapc.engine.timestamp import TimestampError, timestamp_ns
+from mapc.engine.values import MISSING
+
+_SOURCES = {"system": "system", "user": "user", "assistant": "agent"}
+_ROLES = {"system": "system", "user": "user", "agent": "assistant"}
+_CONTEXT_KINDS = {"system": "context", "user": "llm.request", "agent": "llm.response"}
+_EMBEDDED_NAME = re.compile(r"<tool_call>\s*([^\s<]+)|<function=([^>\s]+)>?")
+_EMBEDDED_PARAM = re.compile(r"<parameter=([^>]+)>(.*?)</parameter>", re.DOTALL)
+
+
+# --- what "has value" means (rule 7) -----------------------------------------------------------
+
+
+def has_value(value: Any) -> bool:
+    """A non-empty string, an array with an item that has value, an object whose `text` has value
+    (or any non-empty object without `text`), a number or a bool."""
+    if type(value) is str:
+        return value != ""
+    if type(value) is list:
+        return any(has_value(v) for v in value)
+    if type(value) is dict:
+        return has_value(value["text"]) if "text" in value else bool(value)
+    return type(value) in (int, float, bool)
+
+
+def _has_output(message: Any) -> bool:
+    if type(message) is not dict:
+        return False
+    calls = message.get("tool_calls")
+    if type(calls) is list and calls:
+        return True
+    return has_value(message.get("refusal")) or has_value(message.get("content"))
+
+
+def _get(row: Any, ptr: str) -> Any:
+    return pointer.resolve(row, pointer.parse(ptr))
+
+
+def _first(row: Any, ptrs: list[str]) -> Any:
+    """The first value of `ptrs` that is a non-empty string."""
+    for ptr in ptrs:
+        value = _get(row, ptr)
+        if type(value) is str and value:
+            return value
+    return MISSING
+
+
+# --- forward: one session's rows → one Storyline ---------------------------------------------
+
+
+@register("openai_session", 1)
+def openai_session(group: Group) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The Storyline of one session (its rows in step order) and the values kept as residuals."""
+    return _Session(group).build()
+
+
+class _Session:
+    def __init__(self, group: Group) -> None:
+        self.g = group
+        self.t = group.tables
+        self.turns: list[dict[str, Any]] = []
+        self.residual: dict[str, Any] = {}
+        self.problems: list[Problem] = []
+        self.task_env: dict[str, Any] = {}
+
+    def build(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        rows = self.g.rows
+        first_r, first = rows[0]
+        story: dict[str, Any] = {
+            "schema_version": "storyline/v1",
+            "origin": {"format": "openai-msg", "document_id": self.g.document_id},
+            "session": first["session_id"],
+        }
+        run = self._run()
+        if run is not MISSING:
+            story["run"] = run
+        models = [m for _, row in rows if (m := _first(row, self.t["model"])) is not MISSING]
+        agent_id = MISSING
+        for _, row in rows:
+            agent_id = _first(row, self.t["agent_id"])
+            if agent_id is not MISSING:
+                break
+        agent_id = agent_id if agent_id is not MISSING else models[0] if models else "openai-import"
+        story["agent"] = {"id": agent_id, "name": agent_id}
+        if models:
+            story["agent"]["model"] = models[0]
+        context_count = self._context(first_r, first)
+        for r, row in rows:
+            self._interaction(r, row, context_count, row is first)
+        if self.problems:
+            raise MapcError(self.problems)
+        if self.task_env:
+            story["task"] = {"env": self.task_env}
+        story["turns"] = self.turns
+        last_metrics = self.turns[-1].get("metrics") if self.turns else None
+        if last_metrics is not None:
+            story["final_metrics"] = last_metrics
+        return story, self.residual
+
+    def _run(self) -> Any:
+        found: Any = MISSING
+        for r, row in self.g.rows:
+            run = _first(row, self.t["run"])
+            if run is MISSING:
+                continue
+            if found is MISSING:
+                found = run
+            elif run != found:
+                where = next(p for p in self.t["run"] if _get(row, p) == run)
+                message = f"conflicting run ids in session {row['session_id']!r}: {run!r} and {found!r}"
+                self.problems.append(Problem("openai.conflicting_run", self.g.pointer(r) + where, message))
+        return found
+
+    def _context(self, r: int, row: dict[str, Any]) -> int:
+        """The context turns of the session's first row: messages before its last user message."""
+        messages = row.get("messages")
+        if type(messages) is not list:
+            return 0
+        end = _last_user(messages)
+        if end is None or "content" not in messages[end]:
+            return 0
+        for m, message in enumerate(messages[:end]):
+            if type(message) is not dict:
+                continue
+            src = _SOURCES.get(message.get("role"))  # type: ignore[arg-type]
+            if src is None:
+                if not self._tool_result(message, None):
+                    self.residual[self.g.pointer(r, "messages", m)] = message
+                continue
+            calls = self._calls(r, ("messages", m), message, None)
+            turn: dict[str, Any] = {"id": len(self.turns) + 1, "src": src}
+            turn["kind"] = "autonomous" if calls else _CONTEXT_KINDS[src]
+            turn["msg"] = message.get("content")
+            turn["copied"] = True
+            if calls:
+                turn["tool_calls"] = calls
+            self.turns.append(turn)
+        return len(self.turns)
+
+    def _interaction(self, r: int, row: dict[str, Any], context_count: int, first: bool) -> None:
+        step = row["step_id"]
+        request_id, response_id = context_count + 2 * step - 1, context_count + 2 * step
+        if response_id > I64_MAX:
+            self.problems.append(Problem("openai.turn_id", self.g.pointer(r, "step_id"), "the turn id overflows i64"))
+            return
+        ts = self._timestamp(r, row)
+        messages = row.get("messages") if type(row.get("messages")) is list else []
+        user = _last_user(messages)
+        if user is not None and "content" in messages[user]:
+            turn = {"id": request_id, "src": "user", "kind": "llm.request", "msg": messages[user]["content"]}
+            if ts is not MISSING:
+                turn["ts"] = ts
+            self.turns.append(turn)
+        output, at = self._output(row, messages)
+        if output is None:
+            self.problems.append(Problem("openai.no_output", self.g.pointer(r), "the row has no assistant output"))
+            return
+        calls = self._calls(r, at, output, step)
+        turn = {"id": response_id, "src": "agent", "kind": "autonomous" if calls else "llm.response"}
+        content, refusal = output.get("content"), output.get("refusal")
+        turn["msg"] = content if has_value(content) else refusal if has_value(refusal) else content
+        if type(output.get("reasoning_content")) is str:
+            turn["reason"] = output["reasoning_content"]
+        model = _first(row, self.t["model"])
+        if model is not MISSING:
+            turn["model"] = model
+        if ts is not MISSING:
+            turn["ts"] = ts
+        turn["nllm"] = 1
+        if calls:
+            turn["tool_calls"] = calls
+        self._metrics(row, turn)
+        env = self._env(row)
+        if env:
+            turn["env"] = env
+        self.turns.append(turn)
+        start = (user + 1) if first and user is not None else 0
+        for message in messages[start:]:
+            if type(message) is dict and message.get("role") == "tool":
+                self._tool_result(message, turn)
+
+    def _timestamp(self, r: int, row: dict[str, Any]) -> Any:
+        value = row.get("created_at", MISSING)
+        if value is MISSING or value is None:
+            return MISSING
+        try:
+            timestamp_ns(value)
+        except TimestampError as exc:
+            self.problems.append(Problem("openai.created_at", self.g.pointer(r, "created_at"), str(exc)))
+            return MISSING
+        return value
+
+    def _output(self, row: dict[str, Any], messages: list[Any]) -> tuple[dict[str, Any] | None, tuple[Any, ...]]:
+        """The response if it has output, else the last assistant message that has (rule 7)."""
+        if _has_output(row.get("response")):
+            return row["response"], ("response",)
+        for m in range(len(messages) - 1, -1, -1):
+            message = messages[m]
+            if type(message) is dict and message.get("role") == "assistant" and _has_output(message):
+                return message, ("messages", m)
+        return None, ()
+
+    def _calls(self, r: int, at: tuple[Any, ...], message: dict[str, Any], step: int | None) -> list[dict[str, Any]]:
+        """Valid structured tool calls (rule 11); else calls embedded in the text, for a row turn."""
+        calls = []
+        raw = message.get("tool_calls")
+        for c, call in enumerate(raw if type(raw) is list else []):
+            function = call.get("function") if type(call) is dict else None
+            name = function.get("name") if type(function) is dict else None
+            if type(call) is not dict or not _text(call.get("id")) or not _text(name):
+                if call is not None:
+                    self.residual[self.g.pointer(r, *at, "tool_calls", c)] = call
+                continue
+            assert isinstance(function, dict)
+            calls.append({"tcid": call["id"], "fn": name, "args": _arguments(function.get("arguments", None))})
+        if calls or step is None:
+            return calls
+        return embedded_calls(message.get("content"), step)
+
+    def _tool_result(self, message: dict[str, Any], current: dict[str, Any] | None) -> bool:
+        """Attach a tool message to the latest turn that made its call (else to `current`), once."""
+        call_id = message.get("tool_call_id")
+        if not _text(call_id):
+            return False
+        result = {"source_call_id": call_id, "content": message.get("content")}
+        target = current
+        for turn in reversed(self.turns):
+            if any(c["tcid"] == call_id for c in turn.get("tool_calls") or ()):
+                target = turn
+                break
+        if target is None:
+            return False
+        results = target.setdefault("observation", {"results": []})["results"]
+        if result not in results:
+            results.append(result)
+        return True
+
+    def _metrics(self, row: dict[str, Any], turn: dict[str, Any]) -> None:
+        state = _get(row, "/meta_json/env_state")
+        state = state if type(state) is dict else {}
+        metrics = {k: state[k] for k in self.t["env_state_metrics"] if k in state}
+        metrics.update({k: row[k] for k in self.t["row_metrics"] if k in row})
+        if metrics:
+            turn["metrics"] = metrics
+        for key, name in (("latency_ms", "total_latency_ms"), ("ttft_ms", "ttft_ms")):
+            value = _whole_ms(state.get(name))
+            if value is not MISSING:
+                turn[key] = value
+
+    def _env(self, row: dict[str, Any]) -> dict[str, Any]:
+        """The turn's env overlay; session-stable keys go to the task env the first time (rule 13)."""
+        overlay: dict[str, Any] = {}
+        for key, ptr in self.t["task_env"].items():
+            value = _get(row, ptr)
+            if not _usable(key, value):
+                continue
+            have = _get(self.task_env, "/" + key)
+            if have is MISSING:
+                _put(self.task_env, key, value)
+            elif have != value:
+                _put(overlay, key, value)
+        for key, ptr in self.t["turn_env"].items():
+            value = _get(row, ptr)
+            if _usable(key, value):
+                _put(overlay, key, value)
+        return overlay
+
+
+def _text(value: Any) -> bool:
+    return type(value) is str and value != ""
+
+
+def _usable(key: str, value: Any) -> bool:
+    # Keys outside `state` are strings in Storyline; `state` holds any non-empty value.
+    if key.startswith("state/"):
+        return value is not MISSING and value is not None and value != "" and value != [] and value != {}
+    return _text(value)
+
+
+def _put(env: dict[str, Any], key: str, value: Any) -> None:
+    head, _, rest = key.partition("/")
+    if rest:
+        env.setdefault(head, {})[rest] = value
+    else:
+        env[head] = value
+
+
+def _last_user(messages: list[Any]) -> int | None:
+    for m in range(len(messages) - 1, -1, -1):
+        if type(messages[m]) is dict and messages[m].get("role") == "user":
+            return m
+    return None
+
+
+def _arguments(value: Any) -> Any:
+    if type(value) is str:
+        try:
+            return orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return value
+    return value
+
+
+def _whole_ms(value: Any) -> Any:
+    if type(value) is int and I64_MIN <= value <= U64_MAX:
+        return min(value, I64_MAX)
+    if type(value) is float and value == value and abs(value) < 2**63:
+        return int(value)
+    return MISSING
+
+
+def embedded_calls(content: Any, step: int) -> list[dict[str, Any]]:
+    """A tool call written into the text as ``<tool_call>NAME`` or ``<function=NAME>``, with
+    ``<parameter=K>V</parameter>`` arguments (rule 11)."""
+    text = content if type(content) is str else None
+    if text is None and type(content) is list:
+        text = "".join(p["text"] for p in content if type(p) is dict and type(p.get("text")) is str)
+    found = _EMBEDDED_NAME.search(text or "")
+    if found is None:
+        return []
+    name = found.group(1) or found.group(2)
+    args = {k.strip(): v.strip() for k, v in _EMBEDDED_PARAM.findall(text or "")}
+    return [{"tcid": f"embedded-{step}-{name}", "fn": name, "args": args}]
+
+
+# --- reverse: Storylines → rows with their full history ----------------------------------------
+
+
+@register("openai_rows", 3)
+def openai_rows(stories: list[dict[str, Any]], tables: Any, source: str) -> list[list[dict[str, Any]]]:
+    """The rows of each Storyline: one per interaction, each with the full message history."""
+    documents = {_provenance(s, source) for s in stories} - {None}
+    if len(documents) > 1:
+        message = f"these Storylines come from {len(documents)} OpenAI files ({', '.join(sorted(documents))})"
+        raise MapcError.single("export.several_documents", "", message + "; one JSON document holds one")
+    problems: list[Problem] = []
+    out = []
+    for n, story in enumerate(stories):
+        try:
+            out.append(_rows(story, tables, _provenance(story, source) is not None))
+        except MapcError as exc:
+            problems.extend(p.within(f"/{n}") for p in exc.problems)
+    if problems:
+        raise MapcError(problems)
+    return out
+
+
+def _provenance(story: dict[str, Any], source: str) -> str | None:
+    origin = story.get("origin") or {}
+    if origin.get("format") == source and origin.get("document_id"):
+        return str(origin["document_id"])
+    own = ((story.get("unknown_fields") or {}).get("sources") or {}).get(source)
+    return own.get("source_document_id") if own else None
+
+
+def _rows(story: dict[str, Any], tables: Any, provenance: bool) -> list[dict[str, Any]]:
+    turns = story["turns"]
+    n = 0
+    while n < len(turns) and (turns[n].get("copied") is True or turns[n]["src"] == "system"):
+        n += 1
+    context, rest = turns[:n], turns[n:]
+    for k, turn in enumerate(turns):
+        if turn["src"] not in _ROLES:
+            raise MapcError.single(
+                "export.unrepresentable", f"/turns/{k}/src", f"source {turn['src']!r} has no OpenAI message role"
+            )
+    interactions: list[tuple[dict[str, Any] | None, dict[str, Any]]] = []
+    k = 0
+    while k < len(rest):
+        turn = rest[k]
+        if turn["src"] == "user" and k + 1 < len(rest) and rest[k + 1]["src"] == "agent":
+            interactions.append((turn, rest[k + 1]))
+            k += 2
+        elif turn["src"] == "agent":
+            interactions.append((None, turn))
+            k += 1
+        else:
+            at = f"/turns/{n + k}"
+            what = "a user turn not followed by an agent turn" if turn["src"] == "user" else "a system turn mid-run"
+            raise MapcError.single("export.unrepresentable", at, f"{what} cannot be an OpenAI row")
+    history = [m for turn in context for m in _messages(turn)]
+    steps = _steps(interactions, len(context), provenance)
+    rows = []
+    task_env = (story.get("task") or {}).get("env") or {}
+    models = [r["model"] for _, r in interactions if r.get("model")]
+    derived = models[0] if models else "openai-import"  # what the forward derives without agent_id
+    for (request, response), step in zip(interactions, steps, strict=True):
+        asked = _message(request) if request is not None else {"role": "user"}
+        results = _tool_messages(response)
+        row: dict[str, Any] = {"session_id": story["session"], "step_id": step}
+        if story.get("run") is not None:
+            row["job_id"] = story["run"]
+        if story["agent"]["id"] != derived:
+            row["agent_id"] = story["agent"]["id"]
+        if response.get("model") is not None:
+            row["agent_model"] = response["model"]
+        ts = response.get("ts", request.get("ts") if request else None)
+        if ts is not None:
+            row["created_at"] = ts
+        row["messages"] = [*history, asked, *results]
+        row["response"] = _response(response, step)
+        _write_env(row, {**task_env, **(response.get("env") or {})}, tables)
+        _write_metrics(row, response, tables)
+        history = [*history, asked, *results, _response(response, step)]
+        rows.append(row)
+    return rows
+
+
+def _steps(interactions: list[Any], context: int, provenance: bool) -> list[int]:
+    """Step ids from the turn ids when this format wrote them, else 1, 2, 3…"""
+    if provenance:
+        steps = []
+        for _, response in interactions:
+            twice = response["id"] - context
+            if twice <= 0 or twice % 2:
+                break
+            steps.append(twice // 2)
+        if len(steps) == len(interactions) and len(set(steps)) == len(steps):
+            return steps
+    return list(range(1, len(interactions) + 1))
+
+
+def _message(turn: dict[str, Any]) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": _ROLES[turn["src"]], "content": turn["msg"]}
+    if turn.get("tool_calls"):
+        message["tool_calls"] = [_call(c) for c in turn["tool_calls"]]
+    return message
+
+
+def _messages(turn: dict[str, Any]) -> list[dict[str, Any]]:
+    return [_message(turn), *_tool_messages(turn)]
+
+
+def _tool_messages(turn: dict[str, Any]) -> list[dict[str, Any]]:
+    observation = turn.get("observation")
+    results = observation.get("results") if type(observation) is dict else None
+    out = []
+    for result in results if type(results) is list else ():
+        if type(result) is dict and _text(result.get("source_call_id")):
+            out.append({"role": "tool", "tool_call_id": result["source_call_id"], "content": result.get("content")})
+    return out
+
+
+def _call(call: dict[str, Any]) -> dict[str, Any]:
+    arguments = call["args"] if type(call["args"]) is str else orjson.dumps(call["args"]).decode()
+    return {"id": call["tcid"], "type": "function", "function": {"name": call["fn"], "arguments": arguments}}
+
+
+def _response(turn: dict[str, Any], step: int) -> dict[str, Any]:
+    response: dict[str, Any] = {"role": "assistant", "content": turn["msg"]}
+    if turn.get("reason") is not None:
+        response["reasoning_content"] = turn["reason"]
+    calls = turn.get("tool_calls") or []
+    if calls and calls != embedded_calls(turn["msg"], step):  # calls the text gives again are not repeated
+        response["tool_calls"] = [_call(c) for c in calls]
+    return response
+
+
+def _write_env(row: dict[str, Any], env: dict[str, Any], tables: Any) -> None:
+    for key, ptr in {**tables["task_env"], **tables["turn_env"]}.items():
+        head, _, rest = key.partition("/")
+        value = (env.get(head) or {}).get(rest, MISSING) if rest else env.get(head, MISSING)
+        if value is not MISSING and value is not None:
+            _set(row, ptr, value)
+
+
+def _write_metrics(row: dict[str, Any], turn: dict[str, Any], tables: Any) -> None:
+    metrics = turn.get("metrics")
+    if type(metrics) is dict:
+        for key, value in metrics.items():
+            _set(row, f"/{key}" if key in tables["row_metrics"] else f"/meta_json/env_state/{key}", value)
+    state = _get(row, "/meta_json/env_state")
+    state = state if type(state) is dict else {}
+    for key, name in (("latency_ms", "total_latency_ms"), ("ttft_ms", "ttft_ms")):
+        if turn.get(key) is not None and _whole_ms(state.get(name)) != turn[key]:
+            _set(row, f"/meta_json/env_state/{name}", turn[key])
+
+
+def _set(row: dict[str, Any], ptr: str, value: Any) -> None:
+    tokens = pointer.parse(ptr)
+    node = row
+    for token in tokens[:-1]:
+        node = node.setdefault(token, {})
+    node[tokens[-1]] = value
