@@ -37,7 +37,15 @@ def write_bytes(path: str | None, data: bytes) -> None:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
         return
-    target = Path(path)
+    write_atomically(Path(path), data)
+
+
+def write_atomically(target: Path, data: bytes) -> None:
+    """Write `data` to `target` through a temporary file in the same directory, renamed into place.
+
+    Readers see the old file or the whole new one, never a part; on any error the temporary file is
+    removed and `target` is left as it was.  (No click here: corpus workers use it too.)
+    """
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     try:
         with os.fdopen(fd, "wb") as out:

@@ -24,3 +24,12 @@ def report(file: str, problems: Iterable[Problem], *, as_json: bool = False) -> 
         return
     for p in problems:
         click.echo(problem_line(file, p), err=True)
+
+
+def unknown_field_line(source: str, key: str, occurrences: int) -> str:
+    """REFERENCE.md §3: ``warning: unknown field source=S key=K occurrences=N``, S and K JSON-string-escaped."""
+    return f"warning: unknown field source={_escaped(source)} key={_escaped(key)} occurrences={occurrences}"
+
+
+def _escaped(text: str) -> str:
+    return orjson.dumps(text).decode()[1:-1]

@@ -76,6 +76,11 @@ def _rules() -> tuple[list[tuple[str, str]], list[ContentRule]]:
     return paths, content
 
 
+def path_rules() -> list[tuple[str, str]]:
+    """``(pattern, format)`` of every path rule, in the order `by_path` tries them."""
+    return list(_rules()[0])
+
+
 def by_path(path: str) -> str | None:
     """The format a file's name says, if any."""
     name = PurePath(path).name
