@@ -9,6 +9,7 @@ names, env keys, identity chains) are data in the spec's `tables:`.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -52,8 +53,13 @@ def _has_output(message: Any) -> bool:
     return has_value(message.get("refusal")) or has_value(message.get("content"))
 
 
+@functools.cache
+def _tokens(ptr: str) -> tuple[str, ...]:
+    return pointer.parse(ptr)
+
+
 def _get(row: Any, ptr: str) -> Any:
-    return pointer.resolve(row, pointer.parse(ptr))
+    return pointer.resolve(row, _tokens(ptr))
 
 
 def _first(row: Any, ptrs: list[str]) -> Any:
