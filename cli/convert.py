@@ -1,34 +1,51 @@
-"""`mapc convert INPUT [--from FMT] --to FMT [-o OUT]` and `mapc detect FILE...`."""
+"""`mapc convert INPUT [--from FMT] --to FMT [-o OUT]` (INPUT a file or a directory) and `mapc detect FILE...`."""
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 from pathlib import Path
 
 import click
 
+from mapc.cli import corpus
 from mapc.cli.files import is_jsonl, read_bytes, write_bytes
 from mapc.cli.output import dump_json, fail_on
-from mapc.engine import convert, detect
+from mapc.engine import catalog, convert, detect
+from mapc.engine.problems import MapcError
 
 
 @click.command("convert")
 @click.argument("input", metavar="INPUT")
 @click.option("--from", "from_fmt", metavar="FMT", help="Format of INPUT (default: detected from its path or content).")
 @click.option("--to", "to_fmt", metavar="FMT", required=True, help="Format to write: storyline, atif, actf, …")
-@click.option("-o", "--output", metavar="OUT", help="Write here (atomically) instead of stdout.")
-def convert_command(input: str, from_fmt: str | None, to_fmt: str, output: str | None) -> None:
-    """Convert INPUT from one format to another, always through Storyline.
+@click.option("-o", "--output", metavar="OUT", help="Write here (atomically) instead of stdout; for a DIR, OUTDIR.")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="For a DIR: convert in N processes (default: the number of CPUs).",
+)
+@click.option("--quiet", is_flag=True, help="For a DIR: no progress bar and no summary line (problems still print).")
+def convert_command(
+    input: str, from_fmt: str | None, to_fmt: str, output: str | None, workers: int | None, quiet: bool
+) -> None:
+    """Convert INPUT (a file, or every file under a directory) from one format to another, through Storyline.
+
+    A directory is converted file by file into OUTDIR (-o), keeping relative paths; each name gets
+    the target's suffix (.storyline.json, .actf.json, else .json).  A file of no known format is
+    skipped with a warning, a bad file is reported and the others go on (exit 1 if any failed).
 
     \b
     Examples:
       mapc convert tests/data/fixtures/atif/support-ticket.json --to actf
       mapc convert tests/data/fixtures/actf/code-repair.actf.json --to atif -o code-repair.atif.json
+      mapc convert tests/data/fixtures/atif --to storyline -o /tmp/stories --workers 2
     """
     if Path(input).is_dir():
-        raise click.BadParameter(
-            "INPUT is a directory: whole-corpus conversion is not implemented yet", param_hint="INPUT"
-        )
+        _convert_directory(input, from_fmt, to_fmt, output, workers or os.cpu_count() or 1, quiet)
+        return
     data = read_bytes(input)
     if from_fmt is None:
         from_fmt = detect.detect(input, data)
@@ -39,6 +56,41 @@ def convert_command(input: str, from_fmt: str | None, to_fmt: str, output: str |
     with fail_on(input):
         result = convert.convert(from_fmt, to_fmt, data, jsonl=is_jsonl(input))
     write_bytes(output, dump_json(result))
+
+
+def _convert_directory(
+    root: str, from_fmt: str | None, to_fmt: str, outdir: str | None, workers: int, quiet: bool
+) -> None:
+    """`mapc convert DIR`: plan, convert behind a progress bar (a terminal only), report; see cli/corpus.py."""
+    if outdir is None or outdir == "-":
+        raise click.BadParameter("INPUT is a directory: name the output directory with -o OUTDIR", param_hint="-o")
+    for fmt, param in ((from_fmt, "--from"), (to_fmt, "--to")):
+        try:  # a name mapc knows, else a spec file (spec mistakes and `events` explain themselves)
+            if fmt is not None and fmt not in convert.formats() and fmt not in catalog.aliases():
+                convert.program_for(fmt)
+        except MapcError as exc:
+            raise click.BadParameter(exc.problems[0].message if exc.problems else str(exc), param_hint=param) from None
+    started = time.perf_counter()
+    try:
+        plan = corpus.plan(root, outdir, to_fmt, from_fmt)
+    except corpus.PlanError as exc:
+        raise click.BadParameter(exc.message, param_hint=exc.param) from None
+    if not plan.jobs and not plan.settled:
+        suffixes = "/".join(corpus.walked_suffixes(from_fmt))
+        raise click.BadParameter(f"{root} holds no {suffixes} file", param_hint="INPUT")
+    Path(outdir).mkdir(parents=True, exist_ok=True)
+    results = list(plan.settled)
+    if sys.stderr.isatty() and not quiet:
+        with click.progressbar(corpus.run(plan.jobs, workers), length=len(plan.jobs), file=sys.stderr) as bar:
+            results.extend(bar)
+    else:
+        results.extend(corpus.run(plan.jobs, workers))
+    summary = corpus.summarize(results, time.perf_counter() - started)
+    for line in corpus.report_lines(summary):
+        click.echo(line, err=True)
+    if not quiet:
+        click.echo(summary.line(), err=True)
+    sys.exit(1 if summary.failed else 0)
 
 
 @click.command("detect")

@@ -1,0 +1,381 @@
+"""Whole-corpus conversion, `mapc convert DIR --to FMT -o OUTDIR`: walk, plan, convert in worker processes, sum up.
+
+`cli/convert.py` only checks the options, drives `run` behind a progress bar and prints `report_lines` and
+`Summary.line`; the rest is here, without click and without printing, so a worker process needs nothing more.
+
+Walk.  Every regular file under DIR, recursively and in sorted order, whose name ends in ``.json``, ``.jsonl``
+or ``.ndjson``, or in the extension of a format's ``*.SUFFIX`` path rule (AgenticMD's ``*.md``); with
+``--from FMT``, only that format's.  Hidden entries (a leading ``.``) are passed over silently; symbolic links,
+to files or to directories, are never followed and are reported as skipped; OUTDIR, inside DIR, is not walked.
+
+Output names.  A file keeps its path relative to DIR under OUTDIR; its name loses the longest known suffix (a
+path-rule suffix such as ``.storyline.json`` or ``.actf.json``; ``.FORMAT.json``, ``.FORMAT.jsonl`` or
+``.FORMAT.ndjson`` for any format name; plain ``.json``, ``.jsonl``, ``.ndjson``) and gains the target's: the
+suffix of the target's first ``*.SUFFIX`` path rule (``.storyline.json``, ``.actf.json``, ``.md``), else
+``.json``.  So ``a/run.actf.json --to storyline`` writes ``OUTDIR/a/run.storyline.json``, and
+``b/runs.jsonl --to atif`` writes ``OUTDIR/b/runs.json`` holding what ``mapc convert b/runs.jsonl --to atif``
+prints (one object, or an array).  When two inputs get one output name (``x.json`` and ``x.jsonl``) the first
+in sorted order is converted and the others fail with ``file.output_collision``; so does an input whose output
+would overwrite an input file.
+
+A job reads its file, detects the format (path first, then content) unless ``--from`` gives it, converts
+through the hub (passing the path relative to DIR: formats that name documents by path use it) and writes
+the output atomically (a temporary file beside it, renamed into place): a failed file leaves no output
+behind, and an output of an earlier run is left as it was.  A file of no known format is skipped; one that is
+not even JSON fails with its parse error.  File-level problem codes: ``file.unreadable``,
+``file.unwritable``, ``file.output_collision``, ``file.output_outside`` (a directory under OUTDIR is a
+symbolic link leading out of it: nothing is written through one), and ``internal.error`` (a bug in mapc:
+that file fails, the others go on).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from mapc.cli.files import is_jsonl, write_atomically
+from mapc.cli.output import dump_json
+from mapc.cli.render import problem_line, unknown_field_line
+from mapc.engine import catalog, convert, detect, residual
+from mapc.engine.problems import MapcError, Problem
+
+JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
+CONVERTED, FAILED, SKIPPED = "converted", "failed", "skipped"
+MB = 1_000_000
+
+
+class PlanError(Exception):
+    """A usage mistake found while planning (OUTDIR is DIR, or a file): the command exits 2."""
+
+    def __init__(self, message: str, param: str) -> None:
+        super().__init__(message)
+        self.message, self.param = message, param
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One input file to convert: its path as shown (DIR joined with `rel`), and where its output goes."""
+
+    path: str
+    rel: str
+    output: str
+    outdir: str
+    to_fmt: str
+    from_fmt: str | None = None
+    size: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FileResult:
+    """What became of one file; small, so it travels back from a worker cheaply.
+
+    A failed file keeps only its first problem and the number of problems; `unknown` holds
+    ``(source, normalized key, occurrences)`` of the unknown fields of its Storylines.
+    """
+
+    path: str
+    status: str
+    input_bytes: int = 0
+    documents: int = 0
+    problem: Problem | None = None
+    problems: int = 0
+    reason: str = ""
+    unknown: tuple[tuple[str, str, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The jobs to run (largest first, for an even spread over workers) and the files settled without reading."""
+
+    jobs: tuple[Job, ...]
+    settled: tuple[FileResult, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """The whole command: counts, bytes, time, the unknown-field counts and the files to report."""
+
+    converted: int
+    failed: int
+    skipped: int
+    documents: int
+    input_bytes: int
+    seconds: float
+    unknown: tuple[tuple[str, str, int], ...] = ()
+    failures: tuple[FileResult, ...] = ()
+    skips: tuple[FileResult, ...] = ()
+
+    @property
+    def mb_per_second(self) -> float:
+        return self.input_bytes / MB / self.seconds if self.seconds > 0 else 0.0
+
+    def line(self) -> str:
+        """The last line: ``converted 5 files (7 documents), 1 failed, 2 skipped; 1234 input bytes in …``."""
+        return (
+            f"converted {self.converted} file{'s' if self.converted != 1 else ''} "
+            f"({self.documents} document{'s' if self.documents != 1 else ''}), "
+            f"{self.failed} failed, {self.skipped} skipped; "
+            f"{self.input_bytes} input bytes in {self.seconds:.2f} s ({self.mb_per_second:.2f} MB/s)"
+        )
+
+
+# -- names ------------------------------------------------------------------------------------------------
+
+
+def _suffix_rules() -> list[tuple[str, str]]:
+    """``(suffix, format)`` of the path rules that are ``*`` and a literal suffix (``*.actf.json``)."""
+    return [
+        (pattern[1:], fmt)
+        for pattern, fmt in detect.path_rules()
+        if pattern.startswith("*.") and not any(c in pattern[1:] for c in "*?[]/")
+    ]
+
+
+def _canonical(fmt: str) -> str:
+    return catalog.aliases().get(fmt, fmt)
+
+
+def output_suffix(fmt: str) -> str:
+    """The suffix of files written in `fmt`: its first ``*.SUFFIX`` path rule, else ``.json``."""
+    fmt = _canonical(fmt)
+    return next((suffix for suffix, f in _suffix_rules() if f == fmt), ".json")
+
+
+def walked_suffixes(from_fmt: str | None = None) -> tuple[str, ...]:
+    """The file name endings a walk picks up: JSON, JSONL and the path rules' extensions (of `from_fmt` only)."""
+    wanted = None if from_fmt is None else _canonical(from_fmt)
+    extra = {"." + suffix.rsplit(".", 1)[1] for suffix, f in _suffix_rules() if wanted is None or f == wanted}
+    return tuple(dict.fromkeys([*JSON_SUFFIXES, *sorted(extra)]))
+
+
+def _known_suffixes() -> tuple[str, ...]:
+    known = {suffix for suffix, _ in _suffix_rules()} | set(JSON_SUFFIXES)
+    known |= {f".{name}{ext}" for name in convert.formats() for ext in JSON_SUFFIXES}
+    return tuple(sorted(known, key=len, reverse=True))
+
+
+def output_name(name: str, to_fmt: str) -> str:
+    """`name` without its longest known suffix, plus the suffix of `to_fmt` (see the module docstring)."""
+    for suffix in _known_suffixes():
+        if name.endswith(suffix) and len(name) > len(suffix):
+            name = name[: -len(suffix)]
+            break
+    return name + output_suffix(to_fmt)
+
+
+# -- planning ---------------------------------------------------------------------------------------------
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _walk(
+    root: str, prune: Path, suffixes: tuple[str, ...], errors: list[OSError]
+) -> Iterator[tuple[str, str, int | None]]:
+    """``(shown path, relative posix path, size or None for a symbolic link)`` of the files to consider;
+    directories that cannot be listed go to `errors`."""
+    for dirpath, dirnames, filenames in os.walk(root, onerror=errors.append):
+        rel_dir = PurePosixPath(Path(dirpath).relative_to(root).as_posix())
+        keep = []
+        for name in sorted(dirnames):
+            full = os.path.join(dirpath, name)
+            if name.startswith("."):
+                continue
+            if os.path.islink(full):
+                yield full, str(rel_dir / name), None
+            elif Path(os.path.realpath(full)) != prune:
+                keep.append(name)
+        dirnames[:] = keep
+        for name in sorted(filenames):
+            if name.startswith(".") or not name.endswith(suffixes):
+                continue
+            full = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue  # vanished while walking
+            yield full, str(rel_dir / name), (None if os.path.islink(full) else st.st_size)
+
+
+def plan(root: str, outdir: str, to_fmt: str, from_fmt: str | None = None) -> Plan:
+    """The jobs converting every file under `root` into `outdir` (see the module docstring for the rules)."""
+    real_root, real_out = Path(os.path.realpath(root)), Path(os.path.realpath(outdir))
+    if real_out == real_root:
+        raise PlanError("OUTDIR is DIR itself: outputs would mix with (and could overwrite) the inputs", "-o")
+    if Path(outdir).exists() and not Path(outdir).is_dir():
+        raise PlanError(f"{outdir} exists and is not a directory", "-o")
+    errors: list[OSError] = []
+    found = list(_walk(root, real_out, walked_suffixes(from_fmt), errors))
+    inputs = {os.path.realpath(full) for full, _, size in found if size is not None}
+    jobs: list[Job] = []
+    settled = [
+        FileResult(
+            str(exc.filename),
+            FAILED,
+            problem=Problem("file.unreadable", "", f"cannot list the directory: {exc.strerror or exc}"),
+            problems=1,
+        )
+        for exc in errors
+    ]
+    taken: dict[str, str] = {}
+    for full, rel, size in found:
+        if size is None:
+            settled.append(FileResult(full, SKIPPED, reason="a symbolic link (not followed)"))
+            continue
+        out_rel = PurePosixPath(rel).parent / output_name(PurePosixPath(rel).name, to_fmt)
+        output = os.path.join(outdir, *out_rel.parts)
+        if out_rel.is_absolute() or ".." in out_rel.parts or not _inside(Path(os.path.realpath(output)), real_out):
+            problem = Problem(
+                "file.output_outside", "", f"its output {output} would lie outside {outdir} (a symbolic link?)"
+            )
+        elif str(out_rel) in taken:
+            other = taken[str(out_rel)]
+            problem = Problem("file.output_collision", "", f"its output {output} is the output of {other}")
+        elif os.path.realpath(output) in inputs:
+            problem = Problem("file.output_collision", "", f"its output {output} would overwrite an input file")
+        else:
+            taken[str(out_rel)] = full
+            jobs.append(Job(full, rel, output, outdir, to_fmt, from_fmt, size))
+            continue
+        settled.append(FileResult(full, FAILED, input_bytes=0, problem=problem, problems=1))
+    jobs.sort(key=lambda j: (-j.size, j.path))
+    return Plan(tuple(jobs), tuple(settled))
+
+
+# -- one file ---------------------------------------------------------------------------------------------
+
+
+def _failed(job: Job, size: int, problems: Sequence[Problem]) -> FileResult:
+    return FileResult(job.path, FAILED, input_bytes=size, problem=problems[0], problems=len(problems))
+
+
+def unknown_counts(stories: Iterable[dict]) -> tuple[tuple[str, str, int], ...]:
+    """``(source, normalized key, n)`` over one file's Storylines; a ``(source, document id, pointer)`` counts once."""
+    trees = catalog.count_trees()
+    seen: set[tuple[str, object, str]] = set()
+    counts: dict[tuple[str, str], int] = {}
+    for story in stories:
+        for source, doc_id, fields in residual.iter_sources(story.get("unknown_fields")):
+            for raw in fields:
+                triple = (source, doc_id if type(doc_id) is str else repr(doc_id), raw)
+                if triple in seen:
+                    continue
+                seen.add(triple)
+                key = (source, residual.normalize(raw, trees.get(source, {})))
+                counts[key] = counts.get(key, 0) + 1
+    return tuple((source, key, n) for (source, key), n in sorted(counts.items()))
+
+
+def _write(job: Job, data: bytes) -> None:
+    """Write atomically, making the directories below OUTDIR, none of which may be a symbolic link."""
+    target = Path(job.output)
+    here = Path(job.outdir)
+    for part in target.parent.relative_to(here).parts:
+        here = here / part
+        if here.is_symlink():
+            raise OSError(f"{here} is a symbolic link; mapc writes nothing through one")
+        here.mkdir(exist_ok=True)
+    write_atomically(target, data)
+
+
+def output_bytes(result: object) -> bytes:
+    """The bytes single-file `mapc convert` writes: a codec's text as UTF-8, a JSON value pretty-printed."""
+    if isinstance(result, str):
+        return result.encode()
+    if isinstance(result, bytes):
+        return result
+    return dump_json(result)
+
+
+def convert_file(job: Job) -> FileResult:
+    """Read, detect, convert and write one file; every outcome, errors included, is the returned value."""
+    try:
+        data = Path(job.path).read_bytes()
+    except OSError as exc:
+        return _failed(job, 0, [Problem("file.unreadable", "", f"cannot read the file: {exc.strerror or exc}")])
+    jsonl = is_jsonl(job.path)
+    try:
+        fmt = job.from_fmt or detect.detect(job.path, data)
+        if fmt is None:
+            convert.read_units(data, jsonl=jsonl)  # not even JSON: that is a failure, not a skip
+            return FileResult(job.path, SKIPPED, input_bytes=len(data), reason="not a known format")
+        stories = convert.into_storyline(fmt, data, jsonl=jsonl)
+        out = output_bytes(convert.from_storyline(job.to_fmt, stories))
+    except MapcError as exc:
+        return _failed(job, len(data), exc.problems or [Problem("internal.error", "", str(exc))])
+    except Exception as exc:  # a bug in mapc: this file fails, the others go on
+        return _failed(job, len(data), [Problem("internal.error", "", f"{type(exc).__name__}: {exc}")])
+    try:
+        _write(job, out)
+    except OSError as exc:
+        what = exc.strerror or str(exc)
+        return _failed(job, len(data), [Problem("file.unwritable", "", f"cannot write {job.output}: {what}")])
+    return FileResult(
+        job.path, CONVERTED, input_bytes=len(data), documents=len(stories), unknown=unknown_counts(stories)
+    )
+
+
+# -- many files -------------------------------------------------------------------------------------------
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    # spawn: workers start clean (never a copy of a threaded parent), on every platform, as direct
+    # children, so their CPU time is the command's (RUSAGE_CHILDREN) once the pool is shut down
+    return multiprocessing.get_context("spawn")
+
+
+def run(jobs: Sequence[Job], workers: int = 1) -> Iterator[FileResult]:
+    """Convert every job, yielding results as they finish; ``workers > 1`` uses that many processes."""
+    if workers <= 1 or len(jobs) <= 1:
+        for job in jobs:
+            yield convert_file(job)
+        return
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=_context())
+    try:
+        futures: dict[Future[FileResult], Job] = {pool.submit(convert_file, job): job for job in jobs}
+        for future in as_completed(futures):
+            try:
+                yield future.result()
+            except Exception as exc:  # the worker died (killed, out of memory): this file failed
+                job = futures[future]
+                message = f"the worker converting it stopped: {type(exc).__name__}: {exc}"
+                yield _failed(job, job.size, [Problem("internal.error", "", message)])
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def summarize(results: Iterable[FileResult], seconds: float) -> Summary:
+    """Add up the results of one command; unknown fields are summed per (source, normalized key)."""
+    results = sorted(results, key=lambda r: r.path)
+    unknown: dict[tuple[str, str], int] = {}
+    for r in results:
+        for source, key, n in r.unknown:
+            unknown[(source, key)] = unknown.get((source, key), 0) + n
+    by_status = {status: [r for r in results if r.status == status] for status in (CONVERTED, FAILED, SKIPPED)}
+    return Summary(
+        converted=len(by_status[CONVERTED]),
+        failed=len(by_status[FAILED]),
+        skipped=len(by_status[SKIPPED]),
+        documents=sum(r.documents for r in results),
+        input_bytes=sum(r.input_bytes for r in results),
+        seconds=seconds,
+        unknown=tuple((source, key, n) for (source, key), n in sorted(unknown.items())),
+        failures=tuple(by_status[FAILED]),
+        skips=tuple(by_status[SKIPPED]),
+    )
+
+
+def report_lines(summary: Summary) -> list[str]:
+    """What stderr gets, in order: skipped files, unknown fields, each failed file's first problem.
+
+    The summary's own `line` comes after these (left out with ``--quiet``).
+    """
+    lines = [f"warning: skipped {r.path}: {r.reason}" for r in summary.skips]
+    lines += [unknown_field_line(source, key, n) for source, key, n in summary.unknown]
+    lines += [problem_line(r.path, r.problem) for r in summary.failures if r.problem is not None]
+    return lines
