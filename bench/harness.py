@@ -20,6 +20,7 @@ from __future__ import annotations
 import gc
 import os
 import resource
+import shutil
 import statistics
 import time
 from collections.abc import Callable, Iterable
@@ -42,16 +43,17 @@ class Unavailable(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Sample:
-    """One input file, read into memory before timing starts."""
+    """One input file, read into memory before timing starts; or a directory of files (`size` bytes, no data)."""
 
     dataset: str
     path: Path
     data: bytes
+    size: int | None = None
 
     @property
     def mb(self) -> float:
         """Size in MB of 10^6 bytes."""
-        return len(self.data) / generate.MB
+        return (len(self.data) if self.size is None else self.size) / generate.MB
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +66,7 @@ class Row:
     factory: Callable[[Sample], Work]
     baseline: str | None = None
     subprocess: bool = False
+    wall: bool = False  # MB/s and the ratio from wall seconds (rows that run in parallel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,17 +82,24 @@ class Result:
 
 ROWS: dict[str, Row] = {}
 DATASETS: dict[str, Callable[[float, Path], bytes]] = {}
+DIRECTORY_DATASETS: dict[str, Callable[[float, Path], None]] = {}
 
 
 def bench(
-    name: str, *, group: str, data: str, baseline: str | None = None, subprocess: bool = False
+    name: str,
+    *,
+    group: str,
+    data: str,
+    baseline: str | None = None,
+    subprocess: bool = False,
+    wall: bool = False,
 ) -> Callable[[Callable[[Sample], Work]], Callable[[Sample], Work]]:
     """Register a row factory under `name` (unique) in `group`, fed with the data set `data`."""
 
     def register(factory: Callable[[Sample], Work]) -> Callable[[Sample], Work]:
         if name in ROWS:
             raise ValueError(f"benchmark row {name!r} is registered twice")
-        ROWS[name] = Row(name, group, data, factory, baseline, subprocess)
+        ROWS[name] = Row(name, group, data, factory, baseline, subprocess, wall)
         return factory
 
     return register
@@ -105,13 +115,40 @@ def dataset(name: str) -> Callable[[Callable[[float, Path], bytes]], Callable[[f
     return register
 
 
+def directory_dataset(name: str) -> Callable[[Callable[[float, Path], None]], Callable[[float, Path], None]]:
+    """Register a directory data set maker: ``maker(mb, directory)`` fills the new `directory` with files."""
+
+    def register(maker: Callable[[float, Path], None]) -> Callable[[float, Path], None]:
+        DIRECTORY_DATASETS[name] = maker
+        return maker
+
+    return register
+
+
 def data_path(name: str, mb: float, data_dir: Path) -> Path:
     """Where data set `name` at `mb` MB is cached; the generator version is in the name."""
+    if name in DIRECTORY_DATASETS:
+        return data_dir / f"{name}-{mb:g}mb-v{generate.VERSION}"
     return data_dir / f"{name}-{mb:g}mb-v{generate.VERSION}.json"
+
+
+def _load_directory(name: str, mb: float, data_dir: Path) -> Sample:
+    """A directory data set, generated first if missing (into a temporary directory, renamed into place)."""
+    path = data_path(name, mb, data_dir)
+    if not path.exists():
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        DIRECTORY_DATASETS[name](mb, tmp)
+        os.replace(tmp, path)
+    size = sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return Sample(name, path, b"", size)
 
 
 def load(name: str, mb: float, data_dir: Path = DATA_DIR) -> Sample:
     """The cached data set, generated first if missing (written atomically)."""
+    if name in DIRECTORY_DATASETS:
+        return _load_directory(name, mb, data_dir)
     path = data_path(name, mb, data_dir)
     if not path.exists():
         data = DATASETS[name](mb, data_dir)
@@ -186,8 +223,11 @@ def _seconds(x: float) -> str:
 
 
 def table(results: list[Result]) -> str:
-    """The Markdown table: medians of CPU seconds, their min, throughput and the ratio to the baseline."""
-    medians = {r.row.name: statistics.median(r.cpu) for r in results if r.cpu}
+    """The Markdown table: medians of CPU seconds, their min, throughput and the ratio to the baseline.
+
+    For `wall` rows, MB/s and the ratio come from wall seconds (their CPU is spread over processes).
+    """
+    medians = {r.row.name: statistics.median(r.wall if r.row.wall else r.cpu) for r in results if r.cpu}
     lines = [
         "| group | row | input MB | CPU s (median) | CPU s (min) | MB/s | ratio | wall s (median) |",
         "|---|---|---:|---:|---:|---:|---|---:|",
@@ -201,8 +241,11 @@ def table(results: list[Result]) -> str:
         base = medians.get(r.row.baseline or "")
         ratio = f"{median / base:.2f}× {r.row.baseline}" if base else "—"
         mbps = f"{r.mb / median:.1f}" if median > 0 else "—"
+        if r.row.wall:  # MB/s and the ratio are of wall seconds: the CPU of parallel workers adds up
+            ratio += f" (wall; {base / median:.2f}× as fast)" if base else " (wall)"
+            mbps += " (wall)"
         lines.append(
-            f"{head} {_seconds(median)} | {_seconds(min(r.cpu))} | {mbps} | {ratio} | "
+            f"{head} {_seconds(statistics.median(r.cpu))} | {_seconds(min(r.cpu))} | {mbps} | {ratio} | "
             f"{_seconds(statistics.median(r.wall))} |"
         )
     return "\n".join(lines)
