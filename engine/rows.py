@@ -228,9 +228,9 @@ def _unknown_keys(spec: Spec, group: Group, story: dict[str, Any]) -> dict[str, 
                         out[pointer.join(group.at, *path)] = obj
                     continue
                 for key, value in obj.items():
-                    if key in known:
-                        continue
                     rule = consume.get((*template.tokens, key))
+                    if rule is None and (key in known or "*" in known):  # "*": an open object
+                        continue
                     if rule is None or not _consumed(rule, value, path, group, story):
                         out[pointer.join(group.at, *path, key)] = value
     return out
@@ -294,12 +294,25 @@ def reverse(spec: Spec, stories: list[dict[str, Any]]) -> list[Rebuilt]:
     mapped: list[Mapped] = []
     doc: dict[str, Any] = {}
     problems: list[Problem] = []
+    root = [f[""] for s in stories if "" in (f := _own_fields(s, spec.source))]
+    if root and type(root[0]) is dict:  # the whole document was kept (a hop added to its root)
+        kept = root[0]
+        return [Rebuilt(dict(kept), tuple(Mapped(s, f"{at}/0") for s in stories))]
+    whole = [f[at] for s in stories if at in (f := _own_fields(s, spec.source))]
     for n, (story, own) in enumerate(zip(stories, rows_per_story, strict=True)):
         start = len(rows)
         rows.extend(own)
-        residual = _own_fields(story, spec.source)
+        residual = {p: v for p, v in _own_fields(story, spec.source).items() if p != at}
+        if whole:  # the rows themselves are kept (residuals point into those); each story is
+            mapped.append(Mapped(story, f"{at}/0"))  # carried by the first of them
+            continue
         problems.extend(_restore(doc, rows, start, residual, model, at, n))
         mapped.append(Mapped(story, *_story_carriers(at, start, len(own))))
+    if whole and type(whole[0]) is list:
+        rows = list(whole[0])
+        for n, story in enumerate(stories):
+            residual = {p: v for p, v in _own_fields(story, spec.source).items() if p != at}
+            problems.extend(_restore(doc, rows, 0, residual, model, at, n))
     if problems:
         raise MapcError(problems)
     doc[model.rows.tokens[0]] = rows

@@ -74,6 +74,14 @@ def _forward(program: Program, doc: Any, source_document_id: str | None) -> list
     return out
 
 
+def source_document_id(program: Program, doc: Any, story: dict[str, Any]) -> str:
+    """The `source_document_id` this spec's forward gives `doc` (the document `story` came from)."""
+    origin = story.get("origin") or {}
+    if origin.get("document_id"):
+        return str(origin["document_id"])
+    return _document_id(program.document_id, doc) if program.document_id is not None else ""
+
+
 def _document_id(rule: Rule, doc: Any) -> str:
     if rule.sources:
         value = get_in(doc, rule.sources[0].path)
@@ -432,8 +440,12 @@ def _restore_one(doc: dict[str, Any], ptr: str, value: Any, at: str, copies: Cop
     except pointer.PointerSyntaxError:
         yield Problem("residual.bad_pointer", at, f"{ptr!r} is not a JSON Pointer")
         return
-    if not tokens:
-        yield Problem("residual.bad_pointer", at, "a residual cannot replace the whole document")
+    if not tokens:  # the whole document, kept because a hop through another format added to it
+        if type(value) is not dict:
+            yield Problem("residual.bad_pointer", at, "a residual at the root must be an object")
+            return
+        doc.clear()
+        doc.update(value)
         return
     if not _place(doc, tokens, value, copies):
         yield Problem("residual.collision", at, f"{ptr} cannot be placed: a non-object stands on its path")

@@ -238,7 +238,12 @@ class _Session:
                     self.residual[self.g.pointer(r, *at, "tool_calls", c)] = call
                 continue
             assert isinstance(function, dict)
-            calls.append({"tcid": call["id"], "fn": name, "args": _arguments(function.get("arguments", None))})
+            raw = function.get("arguments", None)
+            args = _arguments(raw)
+            if type(raw) is str and args is not raw and _encoded(args) != raw:
+                # Not the compact, sorted text the export writes: keep the text as it was.
+                self.residual[self.g.pointer(r, *at, "tool_calls", c, "function", "arguments")] = raw
+            calls.append({"tcid": call["id"], "fn": name, "args": args})
         if calls or step is None:
             return calls
         return embedded_calls(message.get("content"), step)
@@ -264,7 +269,8 @@ class _Session:
     def _metrics(self, row: dict[str, Any], turn: dict[str, Any]) -> None:
         state = _get(row, "/meta_json/env_state")
         state = state if type(state) is dict else {}
-        metrics = {k: state[k] for k in self.t["env_state_metrics"] if k in state}
+        skip = self.t["env_state_not_metrics"]
+        metrics = {k: v for k, v in state.items() if k not in skip}
         metrics.update({k: row[k] for k in self.t["row_metrics"] if k in row})
         if metrics:
             turn["metrics"] = metrics
@@ -404,6 +410,10 @@ def _rows(story: dict[str, Any], tables: Any, provenance: bool) -> list[dict[str
             at = f"/turns/{n + k}"
             what = "a user turn not followed by an agent turn" if turn["src"] == "user" else "a system turn mid-run"
             raise MapcError.single("export.unrepresentable", at, f"{what} cannot be an OpenAI row")
+    if not interactions:
+        raise MapcError.single(
+            "export.unrepresentable", "/turns", "a Storyline without an agent turn has no OpenAI row"
+        )
     history = [m for turn in context for m in _messages(turn)]
     steps = _steps(interactions, len(context), provenance)
     rows = []
@@ -467,8 +477,14 @@ def _tool_messages(turn: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _encoded(value: Any) -> str:
+    """Tool-call arguments as the export writes them: compact JSON with sorted keys, so Storylines
+    equal as JSON give equal rows."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
 def _call(call: dict[str, Any]) -> dict[str, Any]:
-    arguments = call["args"] if type(call["args"]) is str else orjson.dumps(call["args"]).decode()
+    arguments = call["args"] if type(call["args"]) is str else _encoded(call["args"])
     return {"id": call["tcid"], "type": "function", "function": {"name": call["fn"], "arguments": arguments}}
 
 
@@ -494,6 +510,8 @@ def _write_metrics(row: dict[str, Any], turn: dict[str, Any], tables: Any) -> No
     metrics = turn.get("metrics")
     if type(metrics) is dict:
         for key, value in metrics.items():
+            if key in tables["env_state_not_metrics"]:
+                continue  # would be read back as env, not as a metric
             _set(row, f"/{key}" if key in tables["row_metrics"] else f"/meta_json/env_state/{key}", value)
     state = _get(row, "/meta_json/env_state")
     state = state if type(state) is dict else {}

@@ -46,7 +46,7 @@ def session(draw: Any, sid: str, calls: list[int]) -> list[dict[str, Any]]:
         for _ in range(draw(st.integers(0, 2))):
             calls[0] += 1
             call_id = f"call-{calls[0]}"
-            arguments = json.dumps(draw(ARGS), separators=(",", ":"))
+            arguments = json.dumps(draw(ARGS), separators=(",", ":"), sort_keys=True, ensure_ascii=False)
             function = {"name": draw(NAMES), "arguments": arguments, **draw(UNKNOWN)}
             response.setdefault("tool_calls", []).append(
                 {"id": call_id, "type": "function", "function": function, **draw(UNKNOWN)}

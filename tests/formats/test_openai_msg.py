@@ -187,9 +187,18 @@ def test_row_metric_keys_win_over_env_state():
 # --- tool calls and results --------------------------------------------------------------------
 
 
+def test_argument_text_other_than_the_export_writes_is_kept():
+    calls = [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"b": 1, "a": 2}'}}]
+    rows = [row(response={"role": "assistant", "content": None, "tool_calls": calls})]
+    (story,) = forward(rows)
+    assert story["turns"][-1]["tool_calls"][0]["args"] == {"b": 1, "a": 2}
+    assert fields(story) == {"/session_steps/0/response/tool_calls/0/function/arguments": '{"b": 1, "a": 2}'}
+    assert mapc.from_storyline(FMT, [story])["session_steps"][0]["response"]["tool_calls"] == calls
+
+
 def test_tool_calls_decode_string_arguments_and_keep_others():
     calls = [
-        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"q": 1}'}},
+        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"q":1}'}},
         {"id": "c2", "type": "function", "function": {"name": "g", "arguments": "not json"}},
         {"id": "c3", "type": "function", "function": {"name": "h", "arguments": {"already": True}}},
         {"id": "c4", "type": "function", "function": {"name": "k"}},
@@ -327,8 +336,8 @@ def test_odd_values_are_kept_whole_and_unknown_keys_at_their_decoded_paths():
         "/session_steps/0/response/tool_calls/0/type": "custom",
         "/session_steps/0/response/tool_calls/0/function/strict": True,
         "/session_steps/0/meta_json/other": 2,
-        "/session_steps/0/meta_json/env_state/vendor": 1,
     }
+    assert story["turns"][-1]["metrics"] == {"vendor": 1}  # every other env_state key is a metric
     assert story["unknown_key_counts"][FMT]["/session_steps/*/response/tool_calls/*/type"] == 1
     (story,) = forward([row(meta_json="{not json")])
     assert fields(story) == {"/session_steps/0/meta_json": "{not json"}
@@ -340,7 +349,7 @@ def test_odd_values_are_kept_whole_and_unknown_keys_at_their_decoded_paths():
 def test_export_writes_full_history_compact_arguments_and_the_object_form():
     stories = mapc.into_storyline("atif", (FIXTURES / "atif" / "sparse_13.json").read_bytes())
     doc = mapc.from_storyline(FMT, stories)
-    assert set(doc) == {"session_steps"}
+    assert set(doc) == {"session_steps", "_storyline"}  # the envelope: what rows cannot say of the ATIF file
     rows = doc["session_steps"]
     assert [r["step_id"] for r in rows] == list(range(1, len(rows) + 1))  # synthesized: 1, 2, 3…
     for k, r in enumerate(rows[1:], start=1):
@@ -350,7 +359,8 @@ def test_export_writes_full_history_compact_arguments_and_the_object_form():
     for r in rows:
         for call in r["response"].get("tool_calls", []):
             assert call["type"] == "function"
-            assert call["function"]["arguments"] == orjson.dumps(json.loads(call["function"]["arguments"])).decode()
+            text = call["function"]["arguments"]
+            assert text == orjson.dumps(json.loads(text), option=orjson.OPT_SORT_KEYS).decode()
 
 
 def test_export_recovers_step_ids_from_turn_ids():
@@ -388,7 +398,9 @@ def test_the_envelope_repeats_foreign_residuals_per_row_and_merges_them_back():
     assert len(carriers) > 1
     assert sorted(carriers) == [f"/session_steps/{i}" for i in range(len(doc["session_steps"]))]
     again = mapc.into_storyline(FMT, orjson.dumps(doc))
-    assert again[0]["unknown_fields"]["sources"]["atif"] == stories[0]["unknown_fields"]["sources"]["atif"]
+    carried = again[0]["unknown_fields"]["sources"]["atif"]
+    assert carried["fields"]["/vendor"] == {"x": 1}  # with what rows cannot say of the ATIF file
+    assert carried["source_document_id"] == stories[0]["unknown_fields"]["sources"]["atif"]["source_document_id"]
     doc = json.loads(orjson.dumps(doc))  # the written copies, not one shared object
     doc["_storyline"]["unknown_fields"]["by_trajectory"]["/session_steps/1"]["sources"]["atif"]["fields"]["/vendor"] = 2
     with pytest.raises(MapcError) as info:

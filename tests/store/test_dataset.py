@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import lance
+import orjson
 import pyarrow as pa
 import pytest
 
@@ -92,7 +94,16 @@ def test_fixtures_through_lance_and_every_format(tmp_path, path):
     back = dataset.read(root)
     assert same(back, stories)
     for fmt in convert.formats():
-        assert json_equal(convert.from_storyline(fmt, back), convert.from_storyline(fmt, stories)), fmt
+        assert json_equal(exported(fmt, back), exported(fmt, stories)), fmt
+
+
+def exported(fmt, stories):
+    """The export, or the codes of the problems it fails with (OpenAI rows cannot end with a user
+    turn; an AgenticMD file holds one Storyline): the same either way for equal Storylines."""
+    try:
+        return json.loads(orjson.dumps(convert.from_storyline(fmt, stories)))
+    except MapcError as exc:
+        return sorted(p.code for p in exc.problems)
 
 
 def test_a_directory_without_current_is_read_at_latest_and_adopted(tmp_path):

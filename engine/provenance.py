@@ -1,0 +1,111 @@
+"""Keep a document whole through a hop: what format B cannot say about A's document rides along.
+
+A Storyline made from format A and exported to format B loses what B has no place for (ATIF's
+user turns in ACTF, ACTF's task fields in OpenAI rows…).  Before the export, the hop is tried:
+A's document is rebuilt from the Storylines, and again from what B → Storyline would give back;
+every value that differs becomes one more residual of source A, at its pointer in A's document.
+Residuals of a source other than the target travel in B's `_storyline` envelope, and A's reverse
+puts residuals back over what it rebuilds — so A → B → A gives A's document back, while B's
+own values stay what B says.  A value the hop adds where A had none cannot be removed by a
+residual, so the nearest enclosing object is kept whole instead (the whole document, pointer "",
+when the hop adds a key at its root).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import orjson
+
+from mapc.engine import pointer, run
+from mapc.engine.compile import Program
+from mapc.engine.mapped import Rebuilt
+from mapc.engine.problems import MapcError
+from mapc.engine.values import MISSING, json_equal
+
+Export = Callable[[str, list[dict[str, Any]]], Any]
+Import = Callable[[str, bytes], list[dict[str, Any]]]
+
+
+def carry_home(
+    stories: list[dict[str, Any]], target: str, programs: dict[str, Program], export: Export, read: Import
+) -> list[dict[str, Any]]:
+    """`stories` with the residuals that make a hop through `target` lossless for their own format.
+
+    `programs` are the formats that can rebuild a document (by name); `export`/`read` convert
+    Storylines to `target` and back.  Storylines of no such format, or of `target`, are unchanged.
+    """
+    out = list(stories)
+    groups: dict[str, list[int]] = {}
+    for i, story in enumerate(stories):
+        fmt = (story.get("origin") or {}).get("format")
+        if fmt in programs and fmt != target:
+            groups.setdefault(fmt, []).append(i)
+    for fmt, indices in groups.items():
+        program = programs[fmt]
+        try:
+            rebuilt = run.reverse(program, [stories[i] for i in indices])
+        except MapcError:
+            continue  # not one of A's documents: nothing to keep for A
+        for doc in rebuilt:
+            kept = _lost_in_hop(program, doc, target, export, read)
+            owners = {p: _owner(p, [m.carriers for m in doc.stories]) for p in kept}
+            for n, m in enumerate(doc.stories):
+                extra = {p: v for p, v in kept.items() if owners[p] in (n, None)}
+                if extra:
+                    at = next(i for i in indices if stories[i] is m.story)
+                    out[at] = _with_residuals(m.story, program, doc.document, extra)
+    return out
+
+
+def _lost_in_hop(program: Program, doc: Rebuilt, target: str, export: Export, read: Import) -> dict[str, Any]:
+    """Pointers into A's document whose values A → target → A would not give back."""
+    try:
+        hop = export(target, [m.story for m in doc.stories])
+        data = hop.encode() if isinstance(hop, str) else orjson.dumps(hop)
+        again = run.reverse(program, read(target, data))
+    except MapcError:
+        return {}  # the export itself will say why
+    if len(again) != 1:
+        return {}
+    return dict(diff(doc.document, again[0].document, ""))
+
+
+def diff(want: Any, have: Any, at: str) -> Iterator[tuple[str, Any]]:
+    """(pointer, value) pairs that turn `have` into `want` when each value is put at its pointer."""
+    if json_equal(want, have):
+        return
+    if type(want) is dict and type(have) is dict and not set(have) - set(want):
+        for key, value in want.items():
+            yield from diff(value, have.get(key, MISSING), f"{at}/{pointer.escape(key)}")
+        return
+    if type(want) is list and type(have) is list and len(want) == len(have):
+        for i, (w, h) in enumerate(zip(want, have, strict=True)):
+            yield from diff(w, h, f"{at}/{i}")
+        return
+    yield at, want
+
+
+def _owner(ptr: str, carriers: list[tuple[str, ...]]) -> int | None:
+    """The Storyline whose carrier is the nearest one above `ptr`; None (every Storyline) for a
+    value of the document's own, as forward keeps a document's own residuals with each member."""
+    best, length = None, -1
+    for n, own in enumerate(carriers):
+        for c in own:
+            if (ptr == c or ptr.startswith(c + "/")) and len(c) > length:
+                best, length = n, len(c)
+    return best
+
+
+def _with_residuals(story: dict[str, Any], program: Program, doc: Any, extra: dict[str, Any]) -> dict[str, Any]:
+    source = program.spec.source
+    uf = dict(story.get("unknown_fields") or {})
+    sources = dict(uf.get("sources") or {})
+    entry = dict(sources.get(source) or {})
+    if "source_document_id" not in entry:
+        entry["source_document_id"] = run.source_document_id(program, doc, story)
+    entry["fields"] = {**extra, **(entry.get("fields") or {})}
+    sources[source] = entry
+    uf["sources"] = sources
+    return {**story, "unknown_fields": uf}

@@ -1,0 +1,281 @@
+"""Conversion through the hub between every two formats (REFERENCE.md §1.6 and §2).
+
+The laws, for every directed pair A → B:
+- A → B → A gives back A's own round trip (A → Storyline → A) at the JSON data-model level, for
+  A with a document of its own (atif, actf, openai-msg): what B cannot say rides in B's
+  `_storyline` envelope as residuals of A (engine/provenance.py).  Where B's own reading of what
+  it wrote is lossy (ACTF turns a list message into text), B's residuals are B's unknown fields
+  and travel on in A's envelope, as every foreign source does (REFERENCE.md §2): the law holds
+  for the document, `_storyline` entries of source B aside;
+- A → B → Storyline keeps what B can say: the session, and per turn the message, the tool calls
+  (tcid, fn, args) and the observation results — and B's own readings of §1.6;
+- a pair B cannot represent fails with a clear error, never a partial document.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from atif_strategies import atif_documents
+from conftest import FIXTURES
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from openai_strategies import corpora
+
+import mapc
+from mapc.engine.problems import MapcError
+
+DOCUMENT_FORMATS = ("atif", "actf", "openai-msg")
+ALL = ("storyline", "atif", "actf", "openai-msg", "agenticmd")
+FILES = sorted(p for fmt in DOCUMENT_FORMATS for p in (FIXTURES / fmt).glob("*.json"))
+# ATIF runs ending with a user step have no OpenAI row for that step (REFERENCE.md §1.5 export).
+UNREPRESENTABLE = {
+    ("dialogue_10.json", "openai-msg"),
+    ("multimodal_18.json", "openai-msg"),
+    ("parallel_tools_14.json", "openai-msg"),
+}
+
+
+def fmt_of(path: Path) -> str:
+    return path.parent.name
+
+
+PAIRS = [(p, b) for p in FILES for b in ALL if b != fmt_of(p)]  # same-format trips: each format's own tests
+PAIR_IDS = [f"{p.name}-{b}" for p, b in PAIRS]
+
+
+def hop_out(target: str, stories: list[dict[str, Any]]) -> list[bytes]:
+    """The files `target` writes for `stories` (AgenticMD: one file per Storyline)."""
+    if target == "agenticmd":
+        return [mapc.from_storyline(target, [s]).encode() for s in stories]
+    return [orjson.dumps(mapc.from_storyline(target, stories))]
+
+
+def hop_in(target: str, files: list[bytes]) -> list[dict[str, Any]]:
+    return [s for data in files for s in mapc.into_storyline(target, data, path="hop.json")]
+
+
+def plain(value: Any) -> Any:
+    return json.loads(orjson.dumps(value))
+
+
+def without_source(doc: Any, source: str) -> Any:
+    """`doc` without the `_storyline` entries of `source` (and without an envelope left empty)."""
+    if type(doc) is list:
+        return [without_source(d, source) for d in doc]
+    if type(doc) is not dict or "_storyline" not in doc:
+        return doc
+    carriers = {}
+    for carrier, entry in doc["_storyline"]["unknown_fields"]["by_trajectory"].items():
+        sources = {k: v for k, v in entry["sources"].items() if k != source}
+        if sources:
+            carriers[carrier] = {"sources": sources}
+    rest = {k: v for k, v in doc.items() if k != "_storyline"}
+    if carriers:
+        rest["_storyline"] = {"unknown_fields": {"version": 1, "by_trajectory": carriers}}
+    return rest
+
+
+def through(a: str, b: str, data: bytes, path: str = "x.json") -> tuple[Any, Any, list[dict], list[dict]]:
+    """(A → A, A → B → A, A → Storyline, A → B → Storyline)."""
+    stories = mapc.into_storyline(a, data, path=path)
+    direct = mapc.from_storyline(a, stories)
+    hopped = hop_in(b, hop_out(b, stories))
+    return plain(direct), plain(mapc.from_storyline(a, hopped)), stories, hopped
+
+
+def common(story: dict[str, Any]) -> list[Any]:
+    """What every format says: per turn the message, tool calls and observation results."""
+    out = []
+    for turn in story["turns"]:
+        calls = [(c["tcid"], c["fn"], c["args"]) for c in turn.get("tool_calls") or []]
+        results = (turn.get("observation") or {}).get("results") if type(turn.get("observation")) is dict else None
+        out.append((turn["msg"], calls, [(r.get("source_call_id"), r.get("content")) for r in results or []]))
+    return out
+
+
+@pytest.mark.parametrize(("path", "b"), PAIRS, ids=PAIR_IDS)
+def test_a_to_b_to_a_gives_a_back(path: Path, b: str) -> None:
+    a = fmt_of(path)
+    if (path.name, b) in UNREPRESENTABLE:
+        with pytest.raises(MapcError) as info:
+            through(a, b, path.read_bytes())
+        assert info.value.problems[0].code == "export.unrepresentable"
+        return
+    direct, back, _, _ = through(a, b, path.read_bytes(), path.name)
+    assert without_source(back, b) == direct
+
+
+@pytest.mark.parametrize(("path", "b"), [p for p in PAIRS if (p[0].name, p[1]) not in UNREPRESENTABLE], ids=str)
+def test_a_to_b_to_storyline_keeps_what_b_can_say(path: Path, b: str) -> None:
+    a = fmt_of(path)
+    _, _, stories, hopped = through(a, b, path.read_bytes(), path.name)
+    if b in ("storyline", "agenticmd"):
+        assert hopped == stories  # the hub and its Markdown view say everything
+        return
+    # ACTF and OpenAI regroup stories (by task, by session), so compare the turns in order.  ACTF
+    # says a message as text: one that is not a string comes back as its JSON text.
+    want = [t for s in stories for t in common(s)]
+    have = [t for s in hopped for t in common(s)]
+    if b == "actf":
+        assert len(have) == len(want)
+        have = [(m if isinstance(w[0], str) else json.loads(m), *r) for (m, *r), w in zip(have, want, strict=True)]
+    assert have == want
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(atif_documents(), st.sampled_from(["actf", "openai-msg", "storyline", "agenticmd"]))
+def test_generated_atif_with_unknown_keys_survives_every_hop(doc: Any, b: str) -> None:
+    try:
+        direct, back, _, _ = through("atif", b, orjson.dumps(doc))
+    except MapcError as exc:  # what B cannot hold (a run ending with the user, no steps): said clearly
+        assert b in ("openai-msg", "actf")
+        assert {p.code for p in exc.problems} <= {"export.unrepresentable", "export.invalid"}
+        return
+    assert without_source(back, b) == direct
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(corpora(), st.sampled_from(["atif", "actf", "storyline"]))
+def test_generated_openai_corpora_survive_every_hop(pair: Any, b: str) -> None:
+    canonical, _ = pair
+    direct, back, _, _ = through("openai-msg", b, orjson.dumps(canonical))
+    assert back == direct == canonical
+
+
+# --- the target-specific readings of §1.6 ----------------------------------------------------------
+
+
+def _story(a: str, b: str, doc: Any) -> dict[str, Any]:
+    stories = mapc.into_storyline(a, orjson.dumps(doc), path="x.json")
+    (story,) = hop_in(b, hop_out(b, stories))
+    return story
+
+
+ACTF_TWO_STEPS = {
+    "task_id": "t",
+    "category": "c",
+    "k": 1,
+    "correct": True,
+    "attempts_tried": 1,
+    "solved_at": None,
+    "attempts": {
+        "1": {
+            "correct": True,
+            "final_answer": None,
+            "ground_truth": "",
+            "trajectory": {
+                "schema_version": "ACTF_v1.0",
+                "started_at": "2026-08-20 00:00:00+00:00",
+                "finished_at": "2026-08-20 00:00:01+00:00",
+                "steps": [
+                    {
+                        "step_id": 1,
+                        "assistant_content": {"content": "look", "reasoning_content": "why", "tool_calls": []},
+                        "metric": {
+                            "prompt_tokens_len": 1,
+                            "completion_tokens_len": 2,
+                            "llm_infer_ms": 12,
+                            "env_action_ms": 3,
+                            "stop_reason": None,
+                        },
+                        "system_prompt": "",
+                        "user_content": "",
+                        "observation": [],
+                        "tools": [{"type": "function", "id": "c1", "name": "ls", "input": {"p": "."}}],
+                        "started_at": "2026-08-20 00:00:00+00:00",
+                        "finished_at": "2026-08-20 00:00:01+00:00",
+                    },
+                    {
+                        "step_id": 2,
+                        "assistant_content": {"content": "done", "reasoning_content": "", "tool_calls": []},
+                        "metric": {
+                            "prompt_tokens_len": 1,
+                            "completion_tokens_len": 2,
+                            "llm_infer_ms": 12,
+                            "env_action_ms": None,
+                            "stop_reason": None,
+                        },
+                        "system_prompt": "",
+                        "user_content": "",
+                        "observation": [],
+                        "tools": [],
+                        "started_at": "2026-08-20 00:00:01+00:00",
+                        "finished_at": "2026-08-20 00:00:01+00:00",
+                    },
+                ],
+            },
+        }
+    },
+}
+OPENAI_ROW = [
+    {
+        "session_id": "s",
+        "step_id": 1,
+        "created_at": 1787184000,
+        "llm_model": "model",
+        "reward": None,
+        "messages": [{"role": "user", "content": "q"}],
+        "response": {"role": "assistant", "content": "a"},
+    }
+]
+ATIF_PLAIN = {
+    "schema_version": "ATIF-v1.7",
+    "session_id": "s",
+    "agent": {"name": "agent", "version": "1"},
+    "steps": [
+        {"step_id": 1, "source": "user", "message": "q"},
+        {"step_id": 2, "source": "agent", "message": "a", "reasoning_content": "r"},
+    ],
+}
+
+
+def test_atif_to_actf_reads_as_actf() -> None:
+    story = _story("atif", "actf", ATIF_PLAIN)
+    assert story["agent"] == {"id": "actf-agent", "name": "ACTF Agent"}
+    assert {t["src"] for t in story["turns"]} == {"agent"}
+    assert {t["ts"] for t in story["turns"]} == {"1970-01-01 00:00:00+00:00"}
+    assert all(t["metrics"]["prompt_tokens_len"] == 0 for t in story["turns"])
+
+
+def test_actf_to_atif_reads_as_atif() -> None:
+    story = _story("actf", "atif", ACTF_TWO_STEPS)
+    assert story["agent"]["id"] == "ACTF Agent" and story["agent"]["ver"] == "unknown"
+    first = story["turns"][0]
+    assert first["reason"] == "why" and first["ts"] == "2026-08-20 00:00:00+00:00"
+    assert first["latency_ms"] == 12 and first["tool_calls"][0]["duration_ms"] == 3
+
+
+def test_actf_to_openai_reads_as_openai() -> None:
+    story = _story("actf", "openai-msg", ACTF_TWO_STEPS)
+    assert story["agent"]["id"] == "actf-agent"
+    assert [t["id"] for t in story["turns"]] == [2, 4]
+    first = story["turns"][0]
+    assert first["metrics"]["total_latency_ms"] == 12 and first["latency_ms"] == 12
+    assert "duration_ms" not in first["tool_calls"][0]
+
+
+def test_openai_to_atif_reads_as_atif() -> None:
+    story = _story("openai-msg", "atif", OPENAI_ROW)
+    assert story["agent"]["id"] == "model" and story["agent"]["ver"] == "unknown"
+    assert story["turns"][0]["ts"] == "2026-08-20T00:00:00Z"
+    assert story["turns"][1]["metrics"]["reward"] is None
+
+
+def test_openai_to_actf_reads_as_actf() -> None:
+    story = _story("openai-msg", "actf", OPENAI_ROW)
+    assert {t["ts"] for t in story["turns"]} == {"2026-08-20 00:00:00+00:00"}
+    assert all(t["metrics"]["prompt_tokens_len"] == 0 for t in story["turns"])
+    assert story["turns"][1]["metrics"]["reward"] is None
+
+
+def test_atif_to_openai_reads_as_openai() -> None:
+    story = _story("atif", "openai-msg", ATIF_PLAIN)
+    assert story["agent"]["id"] == "agent" and "ver" not in story["agent"]
+    assert [t["src"] for t in story["turns"]] == ["user", "agent"]
+    assert all("ts" not in t for t in story["turns"])
+    assert "metrics" not in story["turns"][1] or story["turns"][1]["metrics"] == {}
