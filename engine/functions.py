@@ -35,7 +35,7 @@ def register(name: str, arity: int) -> Callable[[Callable[..., Any]], Callable[.
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         if name in REGISTRY and REGISTRY[name].fn is not fn:
             raise ValueError(f"function {name!r} is already registered")
-        REGISTRY[name] = Function(name, fn, arity, (fn.__doc__ or "").strip().splitlines()[0])
+        REGISTRY[name] = Function(name, fn, arity, ((fn.__doc__ or "").strip().splitlines() or [""])[0])
         return fn
 
     return decorate

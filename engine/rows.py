@@ -77,6 +77,7 @@ def forward(spec: Spec, doc: Any, path: str | None) -> list[Mapped]:
         residual = {**root, **residual}
         residual.update(_unknown_keys(spec, group, story))
         _keep_order_keys(residual, members, groups, model, group)
+        _drop_nested(residual)
         if residual:
             story["unknown_fields"] = {
                 "sources": {spec.source: {"source_document_id": document_id, "fields": residual}}
@@ -262,6 +263,21 @@ def _value(ref: Any, bindings: dict[str, Any], group: Group, story: dict[str, An
             if found is not MISSING and found is not None:
                 return found
     return MISSING
+
+
+def _drop_nested(residual: dict[str, Any]) -> None:
+    """Drop residuals inside another residual: restoring the outer one gives them back."""
+    for key in [k for k in residual if _inside_another(k, residual)]:
+        del residual[key]
+
+
+def _inside_another(key: str, residual: dict[str, Any]) -> bool:
+    cut = key.rfind("/")
+    while cut > 0:
+        if key[:cut] in residual:
+            return True
+        cut = key.rfind("/", 0, cut)
+    return False
 
 
 def _keep_order_keys(
