@@ -279,3 +279,21 @@ def test_atif_to_openai_reads_as_openai() -> None:
     assert [t["src"] for t in story["turns"]] == ["user", "agent"]
     assert all("ts" not in t for t in story["turns"])
     assert "metrics" not in story["turns"][1] or story["turns"][1]["metrics"] == {}
+
+
+# --- from the hub itself: a Storyline (or its Markdown view) through B ----------------------------
+
+
+@pytest.mark.parametrize(("path", "b"), PAIRS, ids=PAIR_IDS)
+def test_a_storyline_through_b_reads_as_b_and_exactly_through_its_own_format(path: Path, b: str) -> None:
+    """Storyline → B → Storyline is B's reading of it (§1.6 makes B's readings part of the result);
+    through the format it came from, it is the Storyline itself; the Markdown view says all of it."""
+    stories = mapc.into_storyline(fmt_of(path), path.read_bytes(), path=path.name)
+    if (path.name, b) in UNREPRESENTABLE or b == "storyline":
+        return
+    hopped = hop_in(b, hop_out(b, stories))
+    if b in (fmt_of(path), "agenticmd"):
+        assert plain(hopped) == plain(stories)
+    else:
+        assert [t for s in hopped for t in common(s)][:1] or not stories[0]["turns"]
+        assert {s["origin"]["format"] for s in hopped} == {b}

@@ -434,3 +434,15 @@ def test_reverse_of_forward_gives_the_corpus_back(pair):
     stories = forward(shuffled)
     assert mapc.from_storyline(FMT, stories) == canonical_order(shuffled)
     assert forward(mapc.from_storyline(FMT, stories)) == forward(canonical_order(shuffled))
+
+
+@pytest.mark.parametrize(
+    ("carrier", "source", "code"),
+    [("/session_steps/9", "atif", "envelope.carrier_unbound"), ("/session_steps/0", FMT, "envelope.own_source")],
+)
+def test_envelope_reject_rules(carrier, source, code):
+    body = {"source_document_id": "d", "fields": {"/x": 1}}
+    envelope = {"unknown_fields": {"version": 1, "by_trajectory": {carrier: {"sources": {source: body}}}}}
+    with pytest.raises(MapcError) as info:
+        forward({"session_steps": [row()], "_storyline": envelope})
+    assert info.value.problems[0].code == code
