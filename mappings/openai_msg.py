@@ -185,6 +185,8 @@ class _Session:
         turn = {"id": response_id, "src": "agent", "kind": "autonomous" if calls else "llm.response"}
         content, refusal = output.get("content"), output.get("refusal")
         turn["msg"] = content if has_value(content) else refusal if has_value(refusal) else content
+        if turn["msg"] is refusal and refusal is not content and "content" in output:
+            self.residual[self.g.pointer(r, *at, "content")] = content  # the export writes msg as content
         if type(output.get("reasoning_content")) is str:
             turn["reason"] = output["reasoning_content"]
         model = _first(row, self.t["model"])
@@ -240,8 +242,9 @@ class _Session:
             assert isinstance(function, dict)
             raw = function.get("arguments", None)
             args = _arguments(raw)
-            if type(raw) is str and args is not raw and _encoded(args) != raw:
-                # Not the compact, sorted text the export writes: keep the text as it was.
+            if raw is not None and (type(raw) is not str or (args is not raw and _encoded(args) != raw)):
+                # Not the compact, sorted text the export writes (an object, other spacing or
+                # key order): keep the value as it was.
                 self.residual[self.g.pointer(r, *at, "tool_calls", c, "function", "arguments")] = raw
             calls.append({"tcid": call["id"], "fn": name, "args": args})
         if calls or step is None:
@@ -484,8 +487,10 @@ def _encoded(value: Any) -> str:
 
 
 def _call(call: dict[str, Any]) -> dict[str, Any]:
-    arguments = call["args"] if type(call["args"]) is str else _encoded(call["args"])
-    return {"id": call["tcid"], "type": "function", "function": {"name": call["fn"], "arguments": arguments}}
+    function: dict[str, Any] = {"name": call["fn"]}
+    if call["args"] is not None:  # a call without arguments is read as null
+        function["arguments"] = call["args"] if type(call["args"]) is str else _encoded(call["args"])
+    return {"id": call["tcid"], "type": "function", "function": function}
 
 
 def _response(turn: dict[str, Any], step: int) -> dict[str, Any]:

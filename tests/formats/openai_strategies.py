@@ -1,7 +1,8 @@
 """Hypothesis corpora of OpenAI Messages rows, written the way an exporter writes them.
 
 `corpora()` draws sessions (context messages, tool calls with string arguments, refusal-free
-responses, env and metric keys, unknown keys at every level) and lays their rows out in the
+responses and refusals, arguments as objects or compact text, env and metric keys, unknown keys at
+every level) and lays their rows out in the
 canonical form: each row carries the full history (context, then earlier user / tool results /
 response triples), its user message and its tool results; identity keys on every row.  The draw
 also returns an interleaving of the rows, so tests can feed the same corpus out of order.
@@ -39,23 +40,34 @@ def session(draw: Any, sid: str, calls: list[int]) -> list[dict[str, Any]]:
     rows = []
     for step in steps:
         user = {"role": "user", "content": draw(TEXT), **draw(UNKNOWN)}
-        response: dict[str, Any] = {"role": "assistant", "content": draw(TEXT)}
+        text = draw(TEXT)
+        refused = draw(st.booleans()) and step % 3 == 0
+        response: dict[str, Any] = (
+            {"role": "assistant", "content": None, "refusal": text}
+            if refused
+            else {
+                "role": "assistant",
+                "content": text,
+            }
+        )
         if draw(st.booleans()):
             response["reasoning_content"] = draw(TEXT)
         results, clean_calls = [], []
         for _ in range(draw(st.integers(0, 2))):
             calls[0] += 1
             call_id = f"call-{calls[0]}"
-            arguments = json.dumps(draw(ARGS), separators=(",", ":"), sort_keys=True, ensure_ascii=False)
-            function = {"name": draw(NAMES), "arguments": arguments, **draw(UNKNOWN)}
+            value = draw(ARGS)
+            arguments = json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+            written = value if draw(st.booleans()) else arguments  # an object, or the compact text
+            function = {"name": draw(NAMES), "arguments": written, **draw(UNKNOWN)}
             response.setdefault("tool_calls", []).append(
                 {"id": call_id, "type": "function", "function": function, **draw(UNKNOWN)}
             )
-            clean_calls.append(
-                {"id": call_id, "type": "function", "function": {k: function[k] for k in ("name", "arguments")}}
-            )
+            clean = {"name": function["name"], "arguments": arguments}  # history: as the export writes it
+            clean_calls.append({"id": call_id, "type": "function", "function": clean})
             results.append({"role": "tool", "tool_call_id": call_id, "content": draw(TEXT)})
-        clean_response = {k: v for k, v in response.items() if k != "tool_calls"}
+        clean_response = {k: v for k, v in response.items() if k not in ("tool_calls", "refusal")}
+        clean_response["content"] = text
         if clean_calls:
             clean_response["tool_calls"] = clean_calls
         row: dict[str, Any] = {"session_id": sid, "step_id": step}
