@@ -1,11 +1,10 @@
 """Hypothesis corpora of OpenAI Messages rows, written the way an exporter writes them.
 
-`corpora()` draws sessions (context messages, tool calls with string arguments, refusal-free
-responses and refusals, arguments as objects or compact text, env and metric keys, unknown keys at
-every level) and lays their rows out in the
-canonical form: each row carries the full history (context, then earlier user / tool results /
-response triples), its user message and its tool results; identity keys on every row.  The draw
-also returns an interleaving of the rows, so tests can feed the same corpus out of order.
+`corpora()` draws sessions (context messages, tool calls with arguments as objects or compact
+text, responses and refusals, env and metric keys, unknown keys at every level) and lays their rows
+out in the canonical form: each row carries the full history (context, then earlier user / tool
+results / response triples), its user message and its tool results; identity keys on every row.
+The draw also returns an interleaving of the rows, so tests can feed the same corpus out of order.
 """
 
 from __future__ import annotations
