@@ -51,6 +51,7 @@ class Group:
     at: str  # the escaped pointer of the rows array, e.g. "/session_steps"
     document_id: str
     tables: Any
+    select: Any = None  # the spec's named selections (engine/select.py), by name
 
     def pointer(self, r: int, *tokens: str | int) -> str:
         """The pointer of a value inside row `r` (its index in the file)."""
@@ -72,7 +73,7 @@ def forward(spec: Spec, doc: Any, path: str | None) -> list[Mapped]:
     mapper = _function(model.call)
     out = []
     for members in groups:
-        group = Group(tuple((r, rows[r]) for r in members), at, document_id, model.tables)
+        group = Group(tuple((r, rows[r]) for r in members), at, document_id, model.tables, model.selections)
         story, residual = mapper(group)
         residual = {**root, **residual}
         residual.update(_unknown_keys(spec, group, story))

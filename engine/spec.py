@@ -16,6 +16,7 @@ import yaml
 
 from mapc.engine.pointer import PointerSyntaxError
 from mapc.engine.problems import MapcError, Problem, SpecLocation
+from mapc.engine.select import compile_selections
 from mapc.engine.template import Template, parse_template
 from mapc.engine.values import MISSING
 
@@ -205,6 +206,7 @@ class RowsSpec:
     decode_json: tuple[Template, ...] = ()
     consume: tuple[Consume, ...] = ()
     tables: Any = None
+    selections: Any = None  # name -> engine.select.Selection, from `select:`
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,6 +362,7 @@ class _SpecReader:
             "decode_json",
             "consume",
             "tables",
+            "select",
         }
         for key in data:
             if key not in allowed:
@@ -422,6 +425,12 @@ class _SpecReader:
                 self.fail(f"unknown condition {how['when']!r}", "consume", ptr, "when")
             elif t:
                 consume.append(Consume(t, how.get("when"), how.get("equals", MISSING), self.loc.at("consume", ptr)))
+        try:
+            selections = compile_selections(data.get("select"))
+        except MapcError as exc:
+            for p in exc.problems:
+                self.fail(p.message, *[t for t in p.pointer.split("/")[1:]], code=p.code)
+            return None
         if None in found.values() or None in decode:
             return None
         return RowsSpec(
@@ -433,6 +442,7 @@ class _SpecReader:
             tuple(t for t in decode if t is not None),
             tuple(consume),
             data.get("tables"),
+            selections,
         )
 
     def array(self, src: Any, dst: Any) -> ArraySpec | None:

@@ -44,7 +44,9 @@ def has_value(value: Any) -> bool:
     return type(value) in (int, float, bool)
 
 
-def _has_output(message: Any) -> bool:
+@register("openai_has_output", 1)
+def has_output(message: Any) -> bool:
+    """An assistant message with output: non-empty tool calls, a refusal or content with value."""
     if type(message) is not dict:
         return False
     calls = message.get("tool_calls")
@@ -139,13 +141,11 @@ class _Session:
 
     def _context(self, r: int, row: dict[str, Any]) -> int:
         """The context turns of the session's first row: messages before its last user message."""
-        messages = row.get("messages")
-        if type(messages) is not list:
+        found = self.g.select["request"](row)
+        if found is None or "content" not in found[1]:
             return 0
-        end = _last_user(messages)
-        if end is None or "content" not in messages[end]:
-            return 0
-        for m, message in enumerate(messages[:end]):
+        end = found[0][-1]
+        for m, message in enumerate(row["messages"][:end]):
             if type(message) is not dict:
                 continue
             src = _SOURCES.get(message.get("role"))  # type: ignore[arg-type]
@@ -165,22 +165,26 @@ class _Session:
 
     def _interaction(self, r: int, row: dict[str, Any], context_count: int, first: bool) -> None:
         step = row["step_id"]
-        request_id, response_id = context_count + 2 * step - 1, context_count + 2 * step
+        ids = self.t["turn_ids"]  # derived ids: context count + times·step + plus
+        request_id = context_count + ids["request"]["times"] * step + ids["request"].get("plus", 0)
+        response_id = context_count + ids["response"]["times"] * step + ids["response"].get("plus", 0)
         if response_id > I64_MAX:
             self.problems.append(Problem("openai.turn_id", self.g.pointer(r, "step_id"), "the turn id overflows i64"))
             return
         ts = self._timestamp(r, row)
         messages = row.get("messages") if type(row.get("messages")) is list else []
-        user = _last_user(messages)
-        if user is not None and "content" in messages[user]:
-            turn = {"id": request_id, "src": "user", "kind": "llm.request", "msg": messages[user]["content"]}
+        request = self.g.select["request"](row)
+        user = request[0][-1] if request is not None else None
+        if request is not None and "content" in request[1]:
+            turn = {"id": request_id, "src": "user", "kind": "llm.request", "msg": request[1]["content"]}
             if ts is not MISSING:
                 turn["ts"] = ts
             self.turns.append(turn)
-        output, at = self._output(row, messages)
-        if output is None:
+        found = self.g.select["output"](row)
+        if found is None:
             self.problems.append(Problem("openai.no_output", self.g.pointer(r), "the row has no assistant output"))
             return
+        at, output = found
         calls = self._calls(r, at, output, step)
         turn = {"id": response_id, "src": "agent", "kind": "autonomous" if calls else "llm.response"}
         content, refusal = output.get("content"), output.get("refusal")
@@ -217,16 +221,6 @@ class _Session:
             self.problems.append(Problem("openai.created_at", self.g.pointer(r, "created_at"), str(exc)))
             return MISSING
         return value
-
-    def _output(self, row: dict[str, Any], messages: list[Any]) -> tuple[dict[str, Any] | None, tuple[Any, ...]]:
-        """The response if it has output, else the last assistant message that has (rule 7)."""
-        if _has_output(row.get("response")):
-            return row["response"], ("response",)
-        for m in range(len(messages) - 1, -1, -1):
-            message = messages[m]
-            if type(message) is dict and message.get("role") == "assistant" and _has_output(message):
-                return message, ("messages", m)
-        return None, ()
 
     def _calls(self, r: int, at: tuple[Any, ...], message: dict[str, Any], step: int | None) -> list[dict[str, Any]]:
         """Valid structured tool calls (rule 11); else calls embedded in the text, for a row turn."""
@@ -318,13 +312,6 @@ def _put(env: dict[str, Any], key: str, value: Any) -> None:
         env.setdefault(head, {})[rest] = value
     else:
         env[head] = value
-
-
-def _last_user(messages: list[Any]) -> int | None:
-    for m in range(len(messages) - 1, -1, -1):
-        if type(messages[m]) is dict and messages[m].get("role") == "user":
-            return m
-    return None
 
 
 def _arguments(value: Any) -> Any:
