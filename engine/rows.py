@@ -35,7 +35,6 @@ from mapc.engine.checks import collect
 from mapc.engine.mapped import Mapped, Rebuilt
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.program import CONDITIONS
-from mapc.engine.residual import count_keys
 from mapc.engine.spec import Consume, RowsSpec, Spec
 from mapc.engine.template import Template, Var, parse_template
 from mapc.engine.values import MISSING, is_empty, is_int, json_equal
@@ -91,8 +90,8 @@ def relative_path(path: str | None) -> str:
     """The corpus identity: its relative path, which must not be absolute or leave its directory."""
     if path is None:
         return DEFAULT_PATH
-    parts = PurePosixPath(path.replace("\\", "/"))
-    if not path or parts.is_absolute() or any(p in ("..", ".") for p in path.replace("\\", "/").split("/")):
+    posix = path.replace("\\", "/")
+    if not path or PurePosixPath(posix).is_absolute() or any(p in ("..", ".") for p in posix.split("/")):
         raise MapcError.single(
             "input.bad_path",
             "",
@@ -307,29 +306,25 @@ def reverse(spec: Spec, stories: list[dict[str, Any]]) -> list[Rebuilt]:
     assert model is not None
     at = _literal(model.rows)
     rows_per_story = _function(model.reverse_call)(stories, model.tables, spec.source)
-    rows: list[Any] = []
-    mapped: list[Mapped] = []
+    own = [_own_fields(s, spec.source) for s in stories]
+    kept_document = next((f[""] for f in own if type(f.get("")) is dict), None)
+    if kept_document is not None:  # the whole document was kept (a hop added to its root)
+        return [Rebuilt(dict(kept_document), tuple(Mapped(s, f"{at}/0") for s in stories))]
+    kept_rows = next((f[at] for f in own if type(f.get(at)) is list), None)
     doc: dict[str, Any] = {}
+    rows: list[Any] = [] if kept_rows is None else list(kept_rows)
+    mapped: list[Mapped] = []
     problems: list[Problem] = []
-    root = [f[""] for s in stories if "" in (f := _own_fields(s, spec.source))]
-    if root and type(root[0]) is dict:  # the whole document was kept (a hop added to its root)
-        kept = root[0]
-        return [Rebuilt(dict(kept), tuple(Mapped(s, f"{at}/0") for s in stories))]
-    whole = [f[at] for s in stories if at in (f := _own_fields(s, spec.source))]
-    for n, (story, own) in enumerate(zip(stories, rows_per_story, strict=True)):
-        start = len(rows)
-        rows.extend(own)
-        residual = {p: v for p, v in _own_fields(story, spec.source).items() if p != at}
-        if whole:  # the rows themselves are kept (residuals point into those); each story is
-            mapped.append(Mapped(story, f"{at}/0"))  # carried by the first of them
+    for n, (story, written) in enumerate(zip(stories, rows_per_story, strict=True)):
+        residual = {p: v for p, v in own[n].items() if p != at}
+        if kept_rows is not None:  # the rows were kept whole: residuals point into them as they are
+            problems.extend(_restore(doc, rows, 0, residual, model, n))
+            mapped.append(Mapped(story, f"{at}/0"))
             continue
-        problems.extend(_restore(doc, rows, start, residual, model, at, n))
-        mapped.append(Mapped(story, *_story_carriers(at, start, len(own))))
-    if whole and type(whole[0]) is list:
-        rows = list(whole[0])
-        for n, story in enumerate(stories):
-            residual = {p: v for p, v in _own_fields(story, spec.source).items() if p != at}
-            problems.extend(_restore(doc, rows, 0, residual, model, at, n))
+        start = len(rows)
+        rows.extend(written)
+        problems.extend(_restore(doc, rows, start, residual, model, n))
+        mapped.append(Mapped(story, *_story_carriers(at, start, len(written))))
     if problems:
         raise MapcError(problems)
     doc[model.rows.tokens[0]] = rows
@@ -347,14 +342,14 @@ def _story_carriers(at: str, start: int, count: int) -> tuple[str, tuple[str, ..
 
 
 def _restore(
-    doc: dict[str, Any], rows: list[Any], start: int, residual: dict[str, Any], model: RowsSpec, at: str, n: int
+    doc: dict[str, Any], rows: list[Any], start: int, residual: dict[str, Any], model: RowsSpec, n: int
 ) -> Iterator[Problem]:
     """Put a Storyline's residuals back: the document's own keys at the root, row values by row."""
     order = model.order_by.tokens
     moved: dict[int, int] = {}
     for ptr, value in residual.items():
         tokens = pointer.parse(ptr)
-        if len(tokens) == 3 + len(order) - 1 and tokens[0] == model.rows.tokens[0] and tuple(tokens[2:]) == order:
+        if len(tokens) == 2 + len(order) and tokens[0] == model.rows.tokens[0] and tuple(tokens[2:]) == order:
             for i in range(start, len(rows)):
                 if json_equal(pointer.resolve(rows[i], order), value):
                     moved[int(tokens[1])] = i
@@ -388,8 +383,3 @@ def _placed(node: Any, tokens: list[str], value: Any) -> Any:
     copy = dict(node) if type(node) is dict else {}
     copy[head] = _placed(copy.get(head), rest, value) if rest else value
     return copy
-
-
-def count_fields(fields: dict[str, Any], tree: Any) -> dict[str, int]:
-    """`unknown_key_counts` of one source's fields (the normalization tree of its spec)."""
-    return count_keys(fields, tree)
