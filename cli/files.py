@@ -55,3 +55,15 @@ def write_atomically(target: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def document_path(path: str) -> str | None:
+    """The input's path as a document id: relative to the working directory when it lies inside,
+    else its file name (formats that name documents by path reject absolute paths and `..`)."""
+    if path == "-":
+        return None
+    p = Path(path)
+    try:
+        return p.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return p.name

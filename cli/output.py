@@ -21,6 +21,16 @@ def dump_json(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n"
 
 
+def document_bytes(document: Any) -> bytes:
+    """A converted document as file bytes: a text format's ``str`` as UTF-8 (AgenticMD, from a
+    codec), ``bytes`` as they are, any JSON value through `dump_json`."""
+    if type(document) is str:
+        return document.encode("utf-8")
+    if type(document) is bytes:
+        return document
+    return dump_json(document)
+
+
 @contextmanager
 def fail_on(file: str, *, as_json: bool = False) -> Iterator[None]:
     """Report a MapcError raised inside as problems of `file` and exit 1 (invalid data)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from mapc.cli.files import is_jsonl, read_bytes, write_bytes
+from mapc.cli.files import document_path, is_jsonl, read_bytes, write_bytes
 from mapc.cli.output import dump_json, fail_on, spec_program
 from mapc.engine import convert, storyline
 
@@ -30,6 +30,6 @@ def run_command(spec: str, input: str, output: str | None, reverse: bool) -> Non
             stories = storyline.documents(storyline.loads(data))
             result = convert.from_storyline(spec, stories)
         else:
-            stories = convert.into_storyline(spec, data, jsonl=is_jsonl(input))
+            stories = convert.into_storyline(spec, data, jsonl=is_jsonl(input), path=document_path(input))
             result = stories[0] if len(stories) == 1 else stories
     write_bytes(output, dump_json(result))

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from mapc.cli.files import is_jsonl, read_bytes
+from mapc.cli.files import document_path, is_jsonl, read_bytes
 from mapc.cli.render import report
 from mapc.engine import convert
 from mapc.engine.problems import MapcError, Problem
@@ -43,7 +43,7 @@ def validate_command(files: tuple[str, ...], fmt: str, as_json: bool) -> None:
     for file, data in datas:
         problems: tuple[Problem, ...] = ()
         try:
-            convert.into_storyline(fmt, data, jsonl=is_jsonl(file))
+            convert.into_storyline(fmt, data, jsonl=is_jsonl(file), path=document_path(file))
         except MapcError as exc:
             problems = exc.problems
         if problems:

@@ -1,7 +1,8 @@
 """The shipped mapping specs (package data in `mapc.mappings`), found by name or by path.
 
-Each spec is loaded and compiled once per process.  The count trees of all shipped specs tell
-the Storyline validator how to normalize `unknown_key_counts` of each source (REFERENCE.md §3).
+Each spec is loaded and compiled once per process.  The count trees of all shipped specs and
+codecs (engine/codecs.py) tell the Storyline validator how to normalize `unknown_key_counts` of
+each source (REFERENCE.md §3).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import functools
 import importlib.resources
 from pathlib import Path
 
+from mapc.engine import codecs
 from mapc.engine.compile import Program, compile_spec
 from mapc.engine.problems import MapcError
 from mapc.engine.residual import Tree
@@ -24,7 +26,9 @@ def shipped_names() -> list[str]:
 
 @functools.cache
 def program(name_or_path: str) -> Program:
-    """The compiled spec for a built-in name or a path to a YAML spec file."""
+    """The compiled spec for a built-in name (or an alias a spec declares) or a path to a YAML spec."""
+    if name_or_path not in shipped_names() and name_or_path in aliases():
+        return program(aliases()[name_or_path])
     if name_or_path in shipped_names():
         resource = importlib.resources.files("mapc.mappings").joinpath(f"{name_or_path}.yaml")
         return compile_spec(load_spec(f"{name_or_path}.yaml", resource.read_text(encoding="utf-8")))
@@ -40,8 +44,11 @@ def program(name_or_path: str) -> Program:
 
 @functools.cache
 def count_trees() -> dict[str, Tree]:
-    """Unknown-key count normalization per source, from the shipped specs' declared arrays."""
-    return {program(name).spec.source: program(name).count_tree for name in shipped_names()}
+    """Unknown-key count normalization per source, from the shipped specs' declared arrays and the
+    codecs' own trees."""
+    trees = {program(name).spec.source: program(name).count_tree for name in shipped_names()}
+    trees.update(codecs.count_trees())
+    return trees
 
 
 @functools.cache

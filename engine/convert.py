@@ -1,8 +1,9 @@
 """Parse → validate → map → validate: any format into Storyline and back out.
 
 `into_storyline` and `from_storyline` are the two halves of every conversion; `convert` is
-their composition, so A → B always goes through the hub.  A format is `storyline` itself or a
-spec from the catalog; the engine knows no format by name.
+their composition, so A → B always goes through the hub.  A format is `storyline` itself, a
+spec from the catalog, or a codec (engine/codecs.py: a format that is not JSON, written as text);
+the engine knows no format by name.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from mapc.engine import catalog, envelope, run, storyline
+from mapc.engine import catalog, codecs, envelope, provenance, run, storyline
 from mapc.engine.checks import iter_check_problems
 from mapc.engine.compile import Program
 from mapc.engine.prepare import prepare
@@ -36,8 +37,10 @@ class Unit:
         return problem.on_line(self.line) if self.line is not None else problem
 
 
-def read_units(data: bytes, *, jsonl: bool = False) -> list[Unit]:
-    """Split an input file into top-level documents: an object, an array of them, or JSONL lines."""
+def read_units(data: bytes, *, jsonl: bool = False, rows: bool = False) -> list[Unit]:
+    """Split an input file into top-level documents: an object, an array of them, or JSONL lines.
+
+    For a row corpus (`rows`), an array or the JSONL lines are the rows of one document."""
     if jsonl:
         units = []
         for n, line in enumerate(data.splitlines(), start=1):
@@ -49,9 +52,9 @@ def read_units(data: bytes, *, jsonl: bool = False) -> list[Unit]:
                 raise MapcError([Problem("json.invalid", "", f"not valid JSON: {exc}", line=n)]) from None
         if not units:
             raise MapcError.single("input.empty", "", "the file holds no records; it cannot be empty")
-        return units
+        return [Unit([u.document for u in units])] if rows else units
     doc = storyline.loads(data)
-    if type(doc) is list:
+    if type(doc) is list and not rows:
         if not doc:
             raise MapcError.single("input.empty", "", "the array cannot be empty")
         return [Unit(d, prefix=f"/{i}") for i, d in enumerate(doc)]
@@ -60,7 +63,7 @@ def read_units(data: bytes, *, jsonl: bool = False) -> list[Unit]:
 
 def formats() -> list[str]:
     """Every format name mapc reads and writes."""
-    return [STORYLINE, *catalog.shipped_names()]
+    return [STORYLINE, *catalog.shipped_names(), *codecs.names()]
 
 
 def program_for(fmt: str) -> Program:
@@ -85,20 +88,20 @@ def input_problems(program: Program, doc: Any) -> list[Problem]:
     return in_document_order(iter_check_problems(spec.checks, doc, program.children))
 
 
-def forward_unit(program: Program, unit: Unit) -> list[dict[str, Any]]:
-    """Map one top-level source document to validated Storylines."""
+def forward_unit(program: Program, unit: Unit, path: str | None = None) -> list[dict[str, Any]]:
+    """Map one top-level source document to validated Storylines (`path`: the input's relative path)."""
     try:
         doc, carried = envelope.take(unit.document)
         doc = prepare(program.spec.prepare, doc)
         problems = input_problems(program, doc)
         if problems:
             raise MapcError(problems)
-        mapped = run.forward(program, doc)
-        problems = envelope.attach(carried, {m.carrier: m.story for m in mapped}, program.spec.source)
+        mapped = run.forward(program, doc, path=path)
+        problems = envelope.attach(carried, {c: m.story for m in mapped for c in m.carriers}, program.spec.source)
         if problems:
             raise MapcError(problems)
         stories = [m.story for m in mapped]
-        if carried:
+        if carried or program.spec.rows is not None:
             for story in stories:
                 _recount(story)
         problems = [_output_problem(m.carrier, p) for m in mapped for p in storyline.check(m.story)]
@@ -128,21 +131,32 @@ def _recount(story: dict[str, Any]) -> None:
         story["unknown_key_counts"] = counts
 
 
-def into_storyline(fmt: str, data: bytes, *, jsonl: bool = False) -> list[dict[str, Any]]:
-    """Every Storyline in the file `data` of format `fmt`, validated; MapcError on bad input."""
-    units = read_units(data, jsonl=jsonl)
+def into_storyline(fmt: str, data: bytes, *, jsonl: bool = False, path: str | None = None) -> list[dict[str, Any]]:
+    """Every Storyline in the file `data` of format `fmt`, validated; MapcError on bad input.
+
+    `path` is the file's path relative to the corpus it belongs to: formats that name their
+    documents by path (OpenAI corpora) use it, and reject an absolute one or one with `..`."""
+    codec = codecs.lookup(fmt)
+    if codec is not None:  # a format that is not JSON: its own reader, then the hub's checks
+        decoded = codec.decode(data, path)
+        failed = storyline.check_all(decoded, prefix=len(decoded) > 1)
+        if failed:
+            raise MapcError(failed)
+        return decoded
     if fmt == STORYLINE:
+        units = read_units(data, jsonl=jsonl)
         found = [s for u in units for s in storyline.documents(u.document)]
         failed = storyline.check_all(found, prefix=len(found) > 1 or type(units[0].document) is list)
         if failed:
             raise MapcError(failed)
         return found
     program = program_for(fmt)
+    units = read_units(data, jsonl=jsonl, rows=program.spec.rows is not None)
     stories: list[dict[str, Any]] = []
     problems: list[Problem] = []
     for unit in units:  # every unit is checked, so one run reports every bad element or line
         try:
-            stories.extend(forward_unit(program, unit))
+            stories.extend(forward_unit(program, unit, path))
         except MapcError as exc:
             problems.extend(exc.problems)
     if problems:
@@ -150,8 +164,12 @@ def into_storyline(fmt: str, data: bytes, *, jsonl: bool = False) -> list[dict[s
     return stories
 
 
-def from_storyline(fmt: str, stories: list[dict[str, Any]]) -> Any:
-    """The document of format `fmt` for `stories`: one object, or an array for several roots."""
+def from_storyline(fmt: str, stories: list[dict[str, Any]], *, carry: bool = True) -> Any:
+    """The document of format `fmt` for `stories`: one object, or an array for several roots (a
+    codec's format: its text, a str).
+
+    With `carry`, what `fmt` cannot say about the documents the Storylines came from travels in
+    its `_storyline` envelope, so converting back gives those documents whole (engine/provenance.py)."""
     if not stories:
         raise MapcError.single("input.empty", "", "no Storyline to export")
     problems = storyline.check_all(stories, prefix=len(stories) > 1)
@@ -159,7 +177,13 @@ def from_storyline(fmt: str, stories: list[dict[str, Any]]) -> Any:
         raise MapcError(problems)
     if fmt == STORYLINE:
         return stories[0] if len(stories) == 1 else stories
+    codec = codecs.lookup(fmt)
+    if codec is not None:
+        return codec.encode(stories)  # text (str), not a JSON value
     program = program_for(fmt)
+    if carry:
+        programs = {name: catalog.program(name) for name in catalog.shipped_names()}
+        stories = provenance.carry_home(stories, program.spec.name, programs, _hop_out, _hop_in)
     docs = []
     for k, rebuilt in enumerate(run.reverse(program, stories)):
         doc = rebuilt.document
@@ -167,11 +191,20 @@ def from_storyline(fmt: str, stories: list[dict[str, Any]]) -> Any:
         # format cannot say, e.g. an observation that is not {"results": [...]}).
         where = f"/{k}" if k else ""
         problems = [_export_problem(where, p, fmt) for p in input_problems(program, doc)]
-        problems += envelope.write(doc, ((m.carrier, m.story) for m in rebuilt.stories), program.spec.source)
+        carriers = ((c, m.story) for m in rebuilt.stories for c in m.carriers)
+        problems += envelope.write(doc, carriers, program.spec.source)
         if problems:
             raise MapcError(problems)
         docs.append(doc)
     return docs[0] if len(docs) == 1 else docs
+
+
+def _hop_out(fmt: str, stories: list[dict[str, Any]]) -> Any:
+    return from_storyline(fmt, stories, carry=False)
+
+
+def _hop_in(fmt: str, data: bytes) -> list[dict[str, Any]]:
+    return into_storyline(fmt, data)
 
 
 def _export_problem(where: str, problem: Problem, fmt: str) -> Problem:
@@ -182,6 +215,6 @@ def _export_problem(where: str, problem: Problem, fmt: str) -> Problem:
     )
 
 
-def convert(from_fmt: str, to_fmt: str, data: bytes, *, jsonl: bool = False) -> Any:
+def convert(from_fmt: str, to_fmt: str, data: bytes, *, jsonl: bool = False, path: str | None = None) -> Any:
     """`from_storyline(to, into_storyline(from, data))`."""
-    return from_storyline(to_fmt, into_storyline(from_fmt, data, jsonl=jsonl))
+    return from_storyline(to_fmt, into_storyline(from_fmt, data, jsonl=jsonl, path=path))

@@ -4,8 +4,9 @@ Each spec says how its files look (`detect:` in its YAML): path patterns, and co
 an `order` that places them among every other format's rules.  A content rule is data: `has`
 (pointers that must be present), `prefix` (a pointer whose string value starts with a text),
 `first` (test the first element of an array, or the first JSONL line, instead of the root),
-`any` (one of several rules), or `call` (a registered predicate).  Storyline, the hub, is the
-engine's own: ``*.storyline.json``, or a ``schema_version`` starting with ``storyline/``.
+`any` (one of several rules), or `call` (a registered predicate).  A codec (engine/codecs.py)
+declares path patterns, and a content test asked only about input that is not JSON.  Storyline,
+the hub, is the engine's own: ``*.storyline.json``, or a ``schema_version`` starting with ``storyline/``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from mapc.engine import catalog, functions, pointer
+from mapc.engine import catalog, codecs, functions, pointer
 from mapc.engine.values import MISSING
 
 STORYLINE = "storyline"
@@ -72,6 +73,8 @@ def _rules() -> tuple[list[tuple[str, str]], list[ContentRule]]:
         paths.extend((pattern, name) for pattern in detect.get("paths", []))
         for rule in detect.get("content", []):
             content.append(ContentRule(float(rule.get("order", 100)), name, _predicate(rule), bool(rule.get("first"))))
+    for codec in codecs.codecs():
+        paths.extend((pattern, codec.name) for pattern in codec.path_patterns)
     content.sort(key=lambda r: r.order)
     return paths, content
 
@@ -99,12 +102,21 @@ def by_content(data: bytes, *, jsonl: bool = False) -> str | None:
         else:
             doc = orjson.loads(data)
     except (orjson.JSONDecodeError, StopIteration):
-        return None
+        return _by_text(data)
     first = doc[0] if type(doc) is list and doc else (doc if jsonl else MISSING)
     for rule in _rules()[1]:
         target = first if rule.first else doc
         if target is not MISSING and rule.test(target):
             return rule.format
+    return None
+
+
+def _by_text(data: bytes) -> str | None:
+    """The codec whose content test accepts `data`, input that is not JSON (a JSON input belongs
+    to the content rules above, even when a string in it looks like a codec's marker)."""
+    for codec in codecs.codecs():
+        if codec.content_test is not None and codec.content_test(data):
+            return codec.name
     return None
 
 

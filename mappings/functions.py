@@ -375,4 +375,6 @@ def _blocks_text(blocks: Any, kind: str) -> str:
     return "\n".join(
         b.get(kind, "") for b in blocks if type(b) is dict and b.get("type") == kind and type(b.get(kind)) is str
     )
+
+
 from mapc.mappings import openai_msg  # noqa: E402,F401  (registers the OpenAI functions)
