@@ -15,6 +15,7 @@ from conftest import FIXTURES, PROBLEM_LINE, problem_lines, write
 
 from mapc.cli import corpus
 from mapc.cli.main import cli
+from mapc.engine import convert
 
 ATIF = FIXTURES / "atif"
 ACTF = FIXTURES / "actf"
@@ -285,3 +286,29 @@ def test_the_readme_and_help_examples_run(runner, tmp_path):
         assert sorted(p.name for p in (tmp_path / "stories").iterdir()) == sorted(
             p.name.replace(".json", ".storyline.json") for p in (FIXTURES / "atif").iterdir()
         )
+
+
+def test_formats_that_name_documents_by_path_get_the_path_relative_to_dir(runner, tmp_path):
+    src = tmp_path / "in"
+    (src / "sub").mkdir(parents=True)
+    write(src / "sub" / "training.json", (FIXTURES / "openai-msg" / "training.json").read_bytes())
+    result = _convert(runner, src, tmp_path / "out")
+    assert result.exit_code == 0, result.stderr
+    stories = orjson.loads((tmp_path / "out" / "sub" / "training.storyline.json").read_bytes())
+    stories = stories if isinstance(stories, list) else [stories]
+    assert {story["origin"]["document_id"] for story in stories} == {"sub/training.json"}
+
+
+def test_a_text_format_is_written_and_walked_by_its_own_suffix(runner, tmp_path):
+    src = _corpus(tmp_path / "in", bad=False)
+    result = runner.invoke(cli, ["convert", str(src), "--to", "agenticmd", "-o", str(tmp_path / "md")])
+    assert result.exit_code == 1  # one Markdown file holds one Storyline: the two-line JSONL file cannot
+    failed = [line for line in result.stderr.splitlines() if PROBLEM_LINE.match(line)]
+    assert problem_lines("\n".join(failed), str(src / "runs.jsonl")) == [(None, "/", "agenticmd.several_storylines")]
+    written = {rel.replace(".storyline.json", ".md") for rel in GOOD.values()} - {"runs.md"}
+    assert set(_files(tmp_path / "md")) == written
+    text = convert.convert("atif", "agenticmd", (src / "dialogue_10.json").read_bytes(), path="dialogue_10.json")
+    assert (tmp_path / "md" / "dialogue_10.md").read_text(encoding="utf-8") == text
+    back = _convert(runner, tmp_path / "md", tmp_path / "back")  # *.md files are picked up and detected
+    assert back.exit_code == 0, back.stderr
+    assert set(_files(tmp_path / "back")) == set(GOOD.values()) - {"runs.storyline.json"}

@@ -9,6 +9,7 @@ import pytest
 from conftest import FIXTURES, write
 
 from mapc.cli import corpus
+from mapc.cli.output import document_bytes
 from mapc.engine import convert
 from mapc.engine.problems import Problem
 
@@ -83,12 +84,7 @@ def test_a_converted_file_reports_its_documents_and_bytes(tmp_path):
     result = corpus.convert_file(job)
     assert result == corpus.FileResult(job.path, corpus.CONVERTED, input_bytes=ATIF.stat().st_size, documents=1)
     single = convert.convert("atif", "actf", ATIF.read_bytes())
-    assert (tmp_path / "out" / "x.json").read_bytes() == corpus.output_bytes(single)
-
-
-def test_output_bytes_writes_text_as_utf8_and_values_as_pretty_json():
-    assert corpus.output_bytes("# é\n") == "# é\n".encode()
-    assert corpus.output_bytes({"a": [1]}) == b'{\n  "a": [\n    1\n  ]\n}\n'
+    assert (tmp_path / "out" / "x.json").read_bytes() == document_bytes(single)
 
 
 def test_the_summary_adds_up_and_sorts_what_it_reports():
