@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from mapc.cli import corpus
+from mapc.cli.engines import engine_options, open_engine
 from mapc.cli.files import is_jsonl, read_bytes, write_bytes
 from mapc.cli.output import dump_json, fail_on
 from mapc.engine import catalog, convert, detect
@@ -28,14 +29,23 @@ from mapc.engine.problems import MapcError
     help="For a DIR: convert in N processes (default: the number of CPUs).",
 )
 @click.option("--quiet", is_flag=True, help="For a DIR: no progress bar and no summary line (problems still print).")
+@engine_options
 def convert_command(
-    input: str, from_fmt: str | None, to_fmt: str, output: str | None, workers: int | None, quiet: bool
+    input: str,
+    from_fmt: str | None,
+    to_fmt: str,
+    output: str | None,
+    workers: int | None,
+    quiet: bool,
+    engine: str = "local",
+    address: str | None = None,
 ) -> None:
     """Convert INPUT (a file, or every file under a directory) from one format to another, through Storyline.
 
     A directory is converted file by file into OUTDIR (-o), keeping relative paths; each name gets
     the target's suffix (.storyline.json, .actf.json, else .json).  A file of no known format is
     skipped with a warning, a bad file is reported and the others go on (exit 1 if any failed).
+    The files are converted by --workers local processes, or by Ray tasks with --engine ray.
 
     \b
     Examples:
@@ -44,7 +54,7 @@ def convert_command(
       mapc convert tests/data/fixtures/atif --to storyline -o /tmp/stories --workers 2
     """
     if Path(input).is_dir():
-        _convert_directory(input, from_fmt, to_fmt, output, workers or os.cpu_count() or 1, quiet)
+        _convert_directory(input, from_fmt, to_fmt, output, workers or os.cpu_count() or 1, quiet, engine, address)
         return
     data = read_bytes(input)
     if from_fmt is None:
@@ -59,7 +69,14 @@ def convert_command(
 
 
 def _convert_directory(
-    root: str, from_fmt: str | None, to_fmt: str, outdir: str | None, workers: int, quiet: bool
+    root: str,
+    from_fmt: str | None,
+    to_fmt: str,
+    outdir: str | None,
+    workers: int,
+    quiet: bool,
+    engine: str = "local",
+    address: str | None = None,
 ) -> None:
     """`mapc convert DIR`: plan, convert behind a progress bar (a terminal only), report; see cli/corpus.py."""
     if outdir is None or outdir == "-":
@@ -78,13 +95,15 @@ def _convert_directory(
     if not plan.jobs and not plan.settled:
         suffixes = "/".join(corpus.walked_suffixes(from_fmt))
         raise click.BadParameter(f"{root} holds no {suffixes} file", param_hint="INPUT")
-    Path(outdir).mkdir(parents=True, exist_ok=True)
-    results = list(plan.settled)
-    if sys.stderr.isatty() and not quiet:
-        with click.progressbar(corpus.run(plan.jobs, workers), length=len(plan.jobs), file=sys.stderr) as bar:
-            results.extend(bar)
-    else:
-        results.extend(corpus.run(plan.jobs, workers))
+    with open_engine(engine, address, workers) as runner:  # --engine, --address: cli/engines.py
+        Path(outdir).mkdir(parents=True, exist_ok=True)
+        results = list(plan.settled)
+        converted = corpus.run(plan.jobs, workers, runner)
+        if sys.stderr.isatty() and not quiet:
+            with click.progressbar(converted, length=len(plan.jobs), file=sys.stderr) as bar:
+                results.extend(bar)
+        else:
+            results.extend(converted)
     summary = corpus.summarize(results, time.perf_counter() - started)
     for line in corpus.report_lines(summary):
         click.echo(line, err=True)

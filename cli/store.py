@@ -6,16 +6,18 @@ so listing commands or running `mapc run` does not pay for them.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
+from mapc.cli.engines import engine_options, open_engine
 from mapc.cli.files import is_jsonl, read_bytes, write_bytes
 from mapc.cli.output import dump_json, fail_on
 from mapc.cli.render import report
-from mapc.engine import convert, detect
+from mapc.engine import convert
 from mapc.engine.problems import MapcError
 
 SUFFIXES = (".json", ".jsonl", ".ndjson")
@@ -56,6 +58,22 @@ def input_files(paths: tuple[str, ...]) -> list[str]:
     return files
 
 
+def _input(file: str, fmt: str | None) -> Any:
+    """The job's `Input` for `file`: checked readable here, read by a worker (stdin by this process)."""
+    from mapc.store.ingest import Input
+
+    if file == "-":
+        data = read_bytes(file)
+        return Input(file, "", len(data), fmt, False, None, data)
+    try:
+        with open(file, "rb"):
+            pass
+        size = os.stat(file).st_size
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read {file}: {exc.strerror or exc}", param_hint="INPUT") from None
+    return Input(file, os.path.abspath(file), size, fmt, is_jsonl(file))
+
+
 @click.command("store")
 @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
 @click.option("--to", "to", required=True, metavar="DATASET", help="Dataset directory (created if needed).")
@@ -66,53 +84,55 @@ def input_files(paths: tuple[str, ...]) -> list[str]:
     metavar="FMT",
     help="Format of every input (storyline, atif, actf, …); default: detected per file.",
 )
-def store_command(inputs: tuple[str, ...], to: str, fmt: str) -> None:
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Worker processes (--engine local), or the CPUs of a local Ray (default: the number of CPUs).",
+)
+@engine_options
+def store_command(
+    inputs: tuple[str, ...], to: str, fmt: str, workers: int | None, engine: str, address: str | None
+) -> None:
     """Import files or directories into a Lance dataset.
 
     Every input goes through the Storyline hub and is validated first; DATASET is
     appended to, or created.  A document_id already stored, or given twice, is an error
     naming both, and nothing is written.  Without --from each file's format is detected
     from its path, then its content; a file of no known format is skipped with a warning.
+    Workers (processes, or Ray tasks with --engine ray) convert the files and write the
+    rows; the tables are then committed once each.
 
     \b
     Examples:
       mapc store --from atif tests/data/fixtures/atif --to /tmp/corpus
       mapc store --from atif tests/data/fixtures/atif/sparse_13.json --to /tmp/one
     """
-    from mapc.store import dataset
+    from mapc.store import dataset, ingest
 
     if fmt is not None:
         _check_format(fmt, "--from")
     if Path(to).exists() and not Path(to).is_dir():
         raise click.BadParameter(f"{to} exists and is not a directory", param_hint="--to")
     files = input_files(inputs)
-    datas = [(f, read_bytes(f)) for f in files]  # unreadable files: usage error before any work
-    batches: list[tuple[Any, dict[str, Any]]] = []
-    failed = False
-    for file, data in datas:
-        file_fmt = fmt or detect.detect(file, data)
-        if file_fmt is None:
-            click.echo(f"warning: skipped {file}: not a known format", err=True)
-            continue
+    items = [_input(f, fmt) for f in files]  # unreadable files: usage error before any work
+    with open_engine(engine, address, workers) as runner, ingest.staged(Path(to), items, runner.map) as job:
+        for outcome in job.outcomes:
+            if outcome.status == ingest.SKIPPED:
+                click.echo(f"warning: skipped {outcome.file}: not a known format", err=True)
+            elif outcome.status == ingest.FAILED:
+                report(outcome.source, outcome.problems)
+        if job.failed:
+            sys.exit(1)
         try:
-            stories = convert.into_storyline(file_fmt, data, jsonl=is_jsonl(file))
+            stored = job.commit()
+        except dataset.LocatedError as exc:
+            for file, problem in exc.located:
+                report(file, [problem])
+            sys.exit(1)
         except MapcError as exc:
-            report(exc.source or file, exc.problems)
-            failed = True
-            continue
-        for i, story in enumerate(stories):
-            batches.append((dataset.Source(file, f"/{i}" if len(stories) > 1 else ""), story))
-    if failed:
-        sys.exit(1)
-    try:
-        stored = dataset.store(Path(to), batches)
-    except dataset.LocatedError as exc:
-        for file, problem in exc.located:
-            report(file, [problem])
-        sys.exit(1)
-    except MapcError as exc:
-        report(exc.source or to, exc.problems)
-        sys.exit(1)
+            report(exc.source or to, exc.problems)
+            sys.exit(1)
     click.echo(
         f"stored {stored.documents} document{'s' if stored.documents != 1 else ''} "
         f"({stored.steps} steps, {stored.tool_calls} tool calls) in {to}"

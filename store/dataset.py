@@ -5,34 +5,46 @@ no ``generations/`` indirection; every cell is stored inline)::
 
     DATASET/
       .lock              # fcntl.flock: one writer at a time (store, index, compact)
+      .staging/JOB/      # an import's fragments until its commit (left behind only by a killed job)
       CURRENT            # JSON: the Lance version of each table that readers see
       runs.lance/  steps.lance/  tool_calls.lance/
 
-**Atomic imports.** An import makes one Lance commit per table (runs, steps, tool_calls, in that
-order) and then replaces ``CURRENT`` (a temporary file renamed over it).  Readers open each table
-at the version ``CURRENT`` names, so they see all of an import or none of it, even while it is
-being written.  If writing a table fails, the tables already committed are rolled back at once
-(``restore`` of their previous version; a table the import created is removed) and ``CURRENT``
-is left alone.  If the process dies in between, the next writer finds tables whose latest
-version is not the one in ``CURRENT`` and restores them before it does anything else.  A
-directory without ``CURRENT`` (tables written by another tool) is read at the latest versions.
+**Fragments, then one commit per table.** An import first writes its rows as Lance fragments into
+its own staging directory, ``DATASET/.staging/JOB/`` (`Staging`, `stage`): in this process, in a pool
+of worker processes or on Ray workers (store/ingest.py), none of them holding the lock.  Then the
+driver takes the lock, checks the ids, numbers the runs (``storage_ordinal`` follows the input order),
+moves the staged files into the tables and makes one Lance commit per table (runs, steps,
+tool_calls, in that order: `commit`); the staging directory is removed whatever happens.
+
+**Atomic imports.** After its commits an import replaces ``CURRENT`` (a temporary file renamed
+over it).  Readers open each table at the version ``CURRENT`` names, so they see all of an import
+or none of it, even while it is being written.  If writing a table fails, the tables already
+committed are rolled back at once (``restore`` of their previous version; a table the import
+created is removed) and ``CURRENT`` is left alone.  If the process dies in between, the next
+writer finds tables whose latest version is not the one in ``CURRENT`` and restores them before
+it does anything else.  A directory without ``CURRENT`` (tables written by another tool) is read
+at the latest versions.
 
 **Concurrency.** Writers take an exclusive ``flock`` on ``DATASET/.lock`` around
-read-check-write, so two ``mapc store`` into one dataset run one after the other and neither loses
-rows; the ``document_id`` uniqueness check runs under the same lock.  Readers take no lock.
+read-check-commit, so the commits of two ``mapc store`` into one dataset run one after the other
+and neither loses rows; the ``document_id`` uniqueness check runs under the same lock.  Staging
+needs no lock (each job has its own directory, and only a commit touches the tables).  Readers
+take no lock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
-from collections.abc import Callable, Iterator, Sequence
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import lance
 import orjson
@@ -43,9 +55,13 @@ from mapc.engine.problems import MapcError, Problem
 from mapc.engine.views import document_id
 from mapc.store import rows
 
+if TYPE_CHECKING:
+    from lance.fragment import FragmentMetadata
+
 TABLES: Final = tuple(rows.SCHEMAS)
 CURRENT: Final = "CURRENT"
 LOCK: Final = ".lock"
+STAGING: Final = ".staging"
 LAYOUT_VERSION: Final = 1
 
 # §4 "Indexes", restricted to what issue 7 asks for.
@@ -176,26 +192,203 @@ def _restore(path: Path, version: int) -> int:
     return lance.dataset(str(path)).version
 
 
-# --- writing ----------------------------------------------------------------------------------------
+# --- writing: fragments first, then one commit per table -------------------------------------------
 
 
-def _write_table(path: Path, table: pa.Table, *, exists: bool) -> int:
-    """One Lance commit of `table` (append, or create the table); returns the new version."""
-    ds = lance.write_dataset(table, str(path), schema=table.schema, mode="append" if exists else "create")
-    return ds.version
+@dataclass(frozen=True, slots=True)
+class Staging:
+    """Where one import writes its Lance fragments before the commit: ``DATASET/.staging/JOB/TABLE.lance``.
+
+    Workers, in this process, in a process pool or on the nodes of a Ray cluster that see DATASET at
+    the same path, write the fragments of their rows here (`stage`); nothing here belongs to a
+    table until `commit` moves the fragments' files into the tables and commits them, under the
+    lock.  `discard` removes the job's directory (and DATASET itself when the job made it and
+    nothing else is in it), whether the import was committed or failed.
+    """
+
+    root: str
+    directory: str
+    created_root: bool
+    versions: tuple[tuple[str, str], ...] = ()  # (table, Lance data storage version) of tables that exist
+
+    @classmethod
+    def open(cls, root: Path) -> Staging:
+        created = not root.exists()
+        directory = Path(os.path.abspath(root)) / STAGING / uuid.uuid4().hex
+        directory.mkdir(parents=True)
+        versions = []
+        for name in TABLES:
+            path = table_path(root, name)
+            if path.exists():
+                with contextlib.suppress(OSError, ValueError):  # the commit reports a table it cannot open
+                    versions.append((name, lance.dataset(str(path)).data_storage_version))
+        return cls(str(root), str(directory), created, tuple(versions))
+
+    def table_uri(self, name: str) -> str:
+        return os.path.join(self.directory, f"{name}.lance")
+
+    def discard(self) -> None:
+        shutil.rmtree(self.directory, ignore_errors=True)
+        for leftover in (os.path.dirname(self.directory), *((self.root,) if self.created_root else ())):
+            with contextlib.suppress(OSError):
+                os.rmdir(leftover)  # only when empty: another job's staging, or the dataset, stays
 
 
-def _commit(root: Path, current: dict[str, int], tables: dict[str, pa.Table]) -> dict[str, int]:
-    """Append each table (one commit each), then CURRENT; on any failure undo what was done."""
+def stage(staging: Staging, name: str, table: pa.Table) -> list[FragmentMetadata]:
+    """Write `table`'s rows as Lance fragments of table `name` under `staging`; not yet visible."""
+    if table.num_rows == 0:
+        return []
+    from lance.fragment import write_fragments
+
+    return write_fragments(
+        table,
+        staging.table_uri(name),
+        schema=rows.SCHEMAS[name],
+        mode="create",
+        data_storage_version=dict(staging.versions).get(name),
+    )
+
+
+def unique_ids(documents: Iterable[tuple[Source, str]]) -> dict[str, Source]:
+    """Each ``document_id`` with where it comes from; an id given twice is a `LocatedError` naming both."""
+    seen: dict[str, Source] = {}
+    clashes: list[tuple[str, Problem]] = []
+    for source, doc_id in documents:
+        first = seen.get(doc_id)
+        if first is not None:
+            clashes.append(
+                (
+                    source.file,
+                    Problem(
+                        "store.duplicate_document_id",
+                        source.pointer,
+                        f"document_id {_q(doc_id)} is also the id of {first}; ids must be unique",
+                    ),
+                )
+            )
+        else:
+            seen[doc_id] = source
+    if clashes:
+        raise LocatedError(clashes)
+    return seen
+
+
+def store(root: Path, batches: Sequence[tuple[Source, dict[str, Any]]]) -> Stored:
+    """Append validated Storylines to the dataset at `root`, creating it if needed.
+
+    `batches` pairs each document with where it came from.  A ``document_id`` already stored, or
+    given twice in `batches`, is an error naming both places (`LocatedError`), and nothing is
+    written.  The rows are staged as fragments in this process, then `commit`ted: the same path
+    as `mapc store` with its workers (store/ingest.py).
+    """
+    seen = unique_ids((source, document_id(doc)) for source, doc in batches)
+    tables = rows.split(doc for _, doc in batches)
+    staging = Staging.open(root)
+    try:
+        fragments = {name: stage(staging, name, tables.by_name()[name]) for name in ("steps", "tool_calls")}
+        counts = {"steps": tables.steps.num_rows, "tool_calls": tables.tool_calls.num_rows}
+        return commit(staging, tables.runs, fragments, counts, seen)
+    finally:
+        staging.discard()
+
+
+def commit(
+    staging: Staging,
+    runs: pa.Table,
+    fragments: dict[str, list[FragmentMetadata]],
+    counts: dict[str, int],
+    seen: dict[str, Source],
+) -> Stored:
+    """Under the lock: check the ids against the dataset, number the runs, commit every table, then CURRENT.
+
+    `runs` holds one row per document in input order (its ``storage_ordinal`` is replaced here, by
+    the dataset's next ordinals); `fragments` the staged steps and tool_calls; `counts` their rows;
+    `seen` every ``document_id`` of the import with its source.  A ``document_id`` already stored is
+    a `LocatedError` and nothing is committed.  One commit per table, then ``CURRENT``; see the
+    module docstring for atomicity.
+    """
+    root = Path(staging.root)
+    with locked(root):
+        current = _recover(root)
+        stored_runs = _open(root, "runs", current)
+        first = 0
+        if stored_runs is not None:
+            stored = stored_runs.to_table(columns=["document_id"]).column("document_id")
+            found = pc.is_in(stored, value_set=pa.array(list(seen), type=pa.string()))
+            clashes = []
+            for doc_id in pc.filter(stored, found).to_pylist():
+                source = seen[doc_id]
+                clashes.append(
+                    (
+                        source.file,
+                        Problem(
+                            "store.duplicate_document_id",
+                            source.pointer,
+                            f"document_id {_q(doc_id)} is already stored in {root}; ids must be unique",
+                        ),
+                    )
+                )
+            if clashes:
+                raise LocatedError(sorted(clashes, key=lambda c: (c[0], c[1].pointer)))
+            first = _next_ordinal(stored_runs)
+        index = runs.schema.get_field_index("storage_ordinal")
+        ordinals = pa.array(range(first, first + runs.num_rows), type=pa.int64())
+        runs = runs.set_column(index, rows.RUNS_SCHEMA.field(index), ordinals)
+        staged = {"runs": stage(staging, "runs", runs), **fragments}
+        versions = _commit(root, staging, current, staged)
+    return Stored(runs.num_rows, counts.get("steps", 0), counts.get("tool_calls", 0), versions)
+
+
+def _write_table(path: Path, fragments: list[FragmentMetadata], *, exists: bool) -> int:
+    """One Lance commit of the staged `fragments` (append, or create the table); returns the new version."""
+    if exists:
+        operation = lance.LanceOperation.Append(fragments)
+        return lance.LanceDataset.commit(str(path), operation, read_version=lance.dataset(str(path)).version).version
+    operation = lance.LanceOperation.Overwrite(rows.SCHEMAS[path.name.removesuffix(".lance")], fragments)
+    return lance.LanceDataset.commit(str(path), operation).version
+
+
+def _move(staging: Staging, name: str, fragments: list[FragmentMetadata], path: Path) -> list[Path]:
+    """Move the staged fragments' data files into the table's ``data/`` (same file system: renames)."""
+    source = Path(staging.table_uri(name)) / "data"
+    target = path / "data"
+    target.mkdir(parents=True, exist_ok=True)
+    moved = []
+    for fragment in fragments:
+        for data_file in fragment.files:
+            os.replace(source / data_file.path, target / data_file.path)
+            moved.append(target / data_file.path)
+    return moved
+
+
+def _commit(
+    root: Path, staging: Staging, current: dict[str, int], staged: dict[str, list[FragmentMetadata]]
+) -> dict[str, int]:
+    """Commit each table's fragments (one commit each), then CURRENT; on any failure undo what was done."""
     done: list[tuple[str, int | None]] = []
     versions = dict(current)
     try:
         for name in TABLES:
-            table = tables[name]
+            fragments = staged.get(name, [])
             previous = current.get(name)
-            if previous is not None and table.num_rows == 0:
+            if previous is not None and not fragments:
                 continue  # nothing to add: no commit
-            versions[name] = _write_table(table_path(root, name), table, exists=previous is not None)
+            path = table_path(root, name)
+            if previous is not None:
+                ds = _open(root, name, current)
+                problems = [] if ds is None else rows.schema_problems(name, ds.schema)
+                if problems:
+                    raise MapcError(problems)
+            moved = _move(staging, name, fragments, path)
+            try:
+                versions[name] = _write_table(path, fragments, exists=previous is not None)
+            except BaseException:
+                if previous is None:
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    for file in moved:
+                        file.unlink(missing_ok=True)
+                raise
             done.append((name, previous))
         _write_current(root, versions)
     except BaseException:
@@ -214,67 +407,6 @@ def _rollback(root: Path, done: list[tuple[str, int | None]]) -> None:
                 _restore(path, previous)
         except Exception:  # CURRENT still names the old versions: the next writer's _recover finishes this
             continue
-
-
-def store(root: Path, batches: Sequence[tuple[Source, dict[str, Any]]]) -> Stored:
-    """Append validated Storylines to the dataset at `root`, creating it if needed.
-
-    `batches` pairs each document with where it came from.  A ``document_id`` already stored, or
-    given twice in `batches`, is an error naming both places (`LocatedError`), and nothing is
-    written.  One commit per table, then ``CURRENT``; see the module docstring for atomicity.
-    """
-    seen: dict[str, Source] = {}
-    clashes: list[tuple[str, Problem]] = []
-    for source, doc in batches:
-        doc_id = document_id(doc)
-        first = seen.get(doc_id)
-        if first is not None:
-            clashes.append(
-                (
-                    source.file,
-                    Problem(
-                        "store.duplicate_document_id",
-                        source.pointer,
-                        f"document_id {_q(doc_id)} is also the id of {first}; ids must be unique",
-                    ),
-                )
-            )
-        else:
-            seen[doc_id] = source
-    if clashes:
-        raise LocatedError(clashes)
-    tables = rows.split(doc for _, doc in batches)
-    with locked(root):
-        current = _recover(root)
-        runs = _open(root, "runs", current)
-        if runs is not None:
-            stored = runs.to_table(columns=["document_id"]).column("document_id")
-            found = pc.is_in(stored, value_set=pa.array(list(seen), type=pa.string()))
-            for doc_id in pc.filter(stored, found).to_pylist():
-                source = seen[doc_id]
-                clashes.append(
-                    (
-                        source.file,
-                        Problem(
-                            "store.duplicate_document_id",
-                            source.pointer,
-                            f"document_id {_q(doc_id)} is already stored in {root}; ids must be unique",
-                        ),
-                    )
-                )
-            if clashes:
-                raise LocatedError(sorted(clashes, key=lambda c: (c[0], c[1].pointer)))
-            first = _next_ordinal(runs)
-            if first:
-                ordinals = pc.add(tables.runs.column("storage_ordinal"), pa.scalar(first, pa.int64()))
-                index = tables.runs.schema.get_field_index("storage_ordinal")
-                tables = rows.Tables(
-                    tables.runs.set_column(index, rows.RUNS_SCHEMA.field(index), ordinals),
-                    tables.steps,
-                    tables.tool_calls,
-                )
-        versions = _commit(root, current, tables.by_name())
-    return Stored(tables.runs.num_rows, tables.steps.num_rows, tables.tool_calls.num_rows, versions)
 
 
 def _next_ordinal(runs: lance.LanceDataset) -> int:

@@ -179,12 +179,41 @@ def split(docs: Iterable[dict[str, Any]], *, first_ordinal: int = 0) -> Tables:
 
     Documents must have passed `storyline.check`; `split` does not validate again.
     """
-    runs: list[tuple[Any, ...]] = []
-    steps: list[tuple[Any, ...]] = []
-    calls: list[tuple[Any, ...]] = []
-    for ordinal, doc in enumerate(docs, start=first_ordinal):
-        _split_one(canonical_storyline(doc), ordinal, runs, steps, calls)
-    return Tables(_table(RUNS_SCHEMA, runs), _table(STEPS_SCHEMA, steps), _table(TOOL_CALLS_SCHEMA, calls))
+    builder = Builder(first_ordinal)
+    for doc in docs:
+        builder.add(doc)
+    return builder.tables()
+
+
+class Builder:
+    """Rows gathered document by document (`split` in steps): a store worker adds each file's
+    documents and can take a file back out (`mark`, `truncate`) when one of them fails."""
+
+    __slots__ = ("calls", "next_ordinal", "runs", "steps")
+
+    def __init__(self, first_ordinal: int = 0) -> None:
+        self.next_ordinal = first_ordinal
+        self.runs: list[tuple[Any, ...]] = []
+        self.steps: list[tuple[Any, ...]] = []
+        self.calls: list[tuple[Any, ...]] = []
+
+    def add(self, doc: dict[str, Any]) -> None:
+        """The rows of one validated Storyline, with the next ``storage_ordinal``."""
+        _split_one(canonical_storyline(doc), self.next_ordinal, self.runs, self.steps, self.calls)
+        self.next_ordinal += 1
+
+    def mark(self) -> tuple[int, int, int, int]:
+        return (self.next_ordinal, len(self.runs), len(self.steps), len(self.calls))
+
+    def truncate(self, mark: tuple[int, int, int, int]) -> None:
+        """Drop every row added since `mark` was taken."""
+        self.next_ordinal = mark[0]
+        del self.runs[mark[1] :], self.steps[mark[2] :], self.calls[mark[3] :]
+
+    def tables(self) -> Tables:
+        return Tables(
+            _table(RUNS_SCHEMA, self.runs), _table(STEPS_SCHEMA, self.steps), _table(TOOL_CALLS_SCHEMA, self.calls)
+        )
 
 
 def _split_one(
