@@ -12,7 +12,7 @@ import click
 from mapc.cli import corpus
 from mapc.cli.engines import engine_options, open_engine
 from mapc.cli.files import is_jsonl, read_bytes, write_bytes
-from mapc.cli.output import dump_json, fail_on
+from mapc.cli.output import document_bytes, fail_on
 from mapc.engine import catalog, convert, detect
 from mapc.engine.problems import MapcError
 
@@ -65,7 +65,7 @@ def convert_command(
             )
     with fail_on(input):
         result = convert.convert(from_fmt, to_fmt, data, jsonl=is_jsonl(input))
-    write_bytes(output, dump_json(result))
+    write_bytes(output, document_bytes(result))
 
 
 def _convert_directory(

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from mapc.cli.files import is_jsonl, read_bytes, write_bytes
-from mapc.cli.output import dump_json, fail_on
+from mapc.cli.output import document_bytes, fail_on
 from mapc.engine import convert
 
 
@@ -68,7 +68,7 @@ def project_command(events_path: str, fmt: str, output: str | None, session: str
     with fail_on(events_path):
         stories = events.project(events.read_records(Path(events_path)), session=session)
         result = convert.from_storyline(fmt, stories)
-    write_bytes(output, dump_json(result))
+    write_bytes(output, document_bytes(result))
 
 
 @events_group.command("synthesize")

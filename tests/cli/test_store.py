@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from mapc.cli.main import cli
-from mapc.engine import convert
+from mapc.engine import codecs, convert
 from mapc.engine.values import json_equal
 
 ATIF = Path(__file__).resolve().parents[1] / "data" / "fixtures" / "atif"
@@ -115,6 +115,8 @@ def test_store_usage_errors(tmp_path, runner, args, message):
 def test_export_every_document_in_every_format(corpus, runner, tmp_path):
     originals = [s for p in sorted(ATIF.glob("*.json")) for s in convert.into_storyline("atif", p.read_bytes())]
     for fmt in convert.formats():
+        if codecs.lookup(fmt) is not None:
+            continue  # a text format of one Storyline per file: test_export_one_document_as_agenticmd
         out = tmp_path / f"all.{fmt}.json"
         result = runner.invoke(cli, ["export", str(corpus), "--to", fmt, "-o", str(out)])
         assert result.exit_code == 0, result.output
@@ -132,6 +134,17 @@ def test_export_one_session_or_document(corpus, runner):
     result = runner.invoke(cli, ["export", str(corpus), "--to", "storyline", "--session", "nope"])
     assert result.exit_code == 1
     assert result.stderr == f'{corpus}: /: no document matches session "nope" [store.not_found]\n'
+
+
+def test_export_one_document_as_agenticmd(corpus, runner, tmp_path):
+    out = tmp_path / "support.md"
+    args = ["export", str(corpus), "--to", "agenticmd", "--document", "run-support-001", "-o", str(out)]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    expected = convert.into_storyline("atif", (ATIF / "support-ticket.json").read_bytes())
+    assert json_equal(convert.into_storyline("agenticmd", out.read_bytes()), expected)
+    result = runner.invoke(cli, ["export", str(corpus), "--to", "agenticmd"])
+    assert result.exit_code == 1 and "[agenticmd.several_storylines]" in result.stderr
 
 
 def test_export_of_a_corrupted_dataset_fails_closed(corpus, runner):
