@@ -23,6 +23,7 @@ FIXTURE_FILES = sorted(
     for fmt in FIXTURES.iterdir()
     if fmt.is_dir() and fmt.name in convert.formats()
     for path in sorted(fmt.iterdir())
+    if not path.name.startswith("legacy-")  # a file mapc must refuse (tests/formats/test_agenticmd.py)
 )
 
 
