@@ -143,8 +143,12 @@ def test_generated_atif_with_unknown_keys_survives_every_hop(doc: Any, b: str) -
 @given(corpora(), st.sampled_from(["atif", "actf", "storyline"]))
 def test_generated_openai_corpora_survive_every_hop(pair: Any, b: str) -> None:
     canonical, _ = pair
-    direct, back, _, _ = through("openai-msg", b, orjson.dumps(canonical))
-    assert back == direct == canonical
+    try:
+        direct, back, _, _ = through("openai-msg", b, orjson.dumps(canonical))
+    except MapcError as exc:  # a run id ACTF cannot take as its task id (blank): said clearly
+        assert b == "actf" and {p.code for p in exc.problems} <= {"export.invalid"}
+        return
+    assert without_source(back, b) == direct == canonical
 
 
 # --- the target-specific readings of §1.6 ----------------------------------------------------------
