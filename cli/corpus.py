@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from mapc.cli.engines import Engine, LocalEngine
-from mapc.cli.files import is_jsonl, write_atomically
+from mapc.cli.files import is_jsonl, read_limited, write_atomically
 from mapc.cli.output import document_bytes
 from mapc.cli.render import problem_line, unknown_field_line
 from mapc.engine import catalog, convert, detect, residual
@@ -287,9 +287,11 @@ def _write(job: Job, data: bytes) -> None:
 def convert_file(job: Job) -> FileResult:
     """Read, detect, convert and write one file; every outcome, errors included, is the returned value."""
     try:
-        data = Path(job.path).read_bytes()
+        data = read_limited(job.path)
     except OSError as exc:
         return _failed(job, 0, [Problem("file.unreadable", "", f"cannot read the file: {exc.strerror or exc}")])
+    except MapcError as exc:
+        return _failed(job, 0, list(exc.problems))
     jsonl = is_jsonl(job.path)
     try:
         fmt = job.from_fmt or detect.detect(job.path, data)

@@ -9,15 +9,49 @@ from pathlib import Path
 
 import click
 
+from mapc.engine.problems import MapcError
+
+LIMIT_ENV = "MAPC_MAX_INPUT_BYTES"  # set by `mapc --max-input-bytes N`; worker processes inherit it
+
+
+def input_limit() -> int | None:
+    """The largest input, in bytes, that a command reads (None: no limit)."""
+    text = os.environ.get(LIMIT_ENV, "")
+    return int(text) if text.isdigit() and int(text) > 0 else None
+
+
+def read_limited(path: str) -> bytes:
+    """The bytes of file `path`; MapcError `input.too_large` (before reading) over the limit."""
+    limit = input_limit()
+    if limit is not None:
+        size = Path(path).stat().st_size
+        if size > limit:
+            raise _too_large(size, limit)
+    return Path(path).read_bytes()
+
+
+def _too_large(size: int | str, limit: int) -> MapcError:
+    message = f"the input is {size} bytes, over the limit of {limit} (--max-input-bytes)"
+    return MapcError.single("input.too_large", "", message)
+
 
 def read_bytes(path: str) -> bytes:
-    """The bytes of `path`, or of stdin for ``-``; an unreadable file is a usage error (exit 2)."""
-    if path == "-":
-        return sys.stdin.buffer.read()
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise click.BadParameter(f"cannot read {path}: {exc.strerror or exc}", param_hint="INPUT") from None
+    """The bytes of `path`, or of stdin for ``-``; an unreadable file is a usage error (exit 2), one
+    over `--max-input-bytes` invalid input (exit 1)."""
+    from mapc.cli.output import fail_on
+
+    with fail_on(path):
+        if path == "-":
+            limit = input_limit()
+            data = sys.stdin.buffer.read() if limit is None else sys.stdin.buffer.read(limit + 1)
+            if limit is not None and len(data) > limit:
+                raise _too_large(f"more than {limit}", limit)
+            return data
+        try:
+            return read_limited(path)
+        except OSError as exc:
+            raise click.BadParameter(f"cannot read {path}: {exc.strerror or exc}", param_hint="INPUT") from None
+    raise AssertionError("unreachable")  # fail_on exits
 
 
 def is_jsonl(path: str) -> bool:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import os
 
 import click
 
 from mapc import __version__
+from mapc.cli.files import LIMIT_ENV
 
 # command name -> "module:attribute"; imported only when the command runs, so `mapc run`
 # never pays for pyarrow or lance.
@@ -44,8 +46,17 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup)
 @click.version_option(__version__, prog_name="mapc")
-def cli() -> None:
+@click.option(
+    "--max-input-bytes",
+    type=click.IntRange(min=1),
+    envvar=LIMIT_ENV,
+    metavar="N",
+    help=f"Refuse any input file larger than N bytes (exit 1, code input.too_large). Env: {LIMIT_ENV}.",
+)
+def cli(max_input_bytes: int | None) -> None:
     """Convert, validate and store AI-agent trajectories through the Storyline hub."""
+    if max_input_bytes is not None:
+        os.environ[LIMIT_ENV] = str(max_input_bytes)  # worker processes of corpus jobs inherit it
 
 
 def main() -> None:
