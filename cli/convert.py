@@ -11,8 +11,8 @@ import click
 
 from mapc.cli import corpus
 from mapc.cli.engines import engine_options, open_engine
-from mapc.cli.files import is_jsonl, read_bytes, write_bytes
-from mapc.cli.output import document_bytes, fail_on
+from mapc.cli.files import check_limit, document_path, is_jsonl, read_bytes, write_bytes, write_chunks
+from mapc.cli.output import document_bytes, fail_on, json_chunks
 from mapc.engine import catalog, convert, detect
 from mapc.engine.problems import MapcError
 
@@ -56,6 +56,11 @@ def convert_command(
     if Path(input).is_dir():
         _convert_directory(input, from_fmt, to_fmt, output, workers or os.cpu_count() or 1, quiet, engine, address)
         return
+    if is_jsonl(input) and input != "-" and output not in (None, "-"):
+        fmt = from_fmt or detect.detect(input, _first_line(input))
+        if fmt is not None and _streams(fmt, to_fmt):
+            _convert_lines(input, fmt, to_fmt, output)
+            return
     data = read_bytes(input)
     if from_fmt is None:
         from_fmt = detect.detect(input, data)
@@ -64,8 +69,35 @@ def convert_command(
                 f"cannot tell the format of {input} from its name or content; say it with --from", param_hint="INPUT"
             )
     with fail_on(input):
-        result = convert.convert(from_fmt, to_fmt, data, jsonl=is_jsonl(input))
+        result = convert.convert(from_fmt, to_fmt, data, jsonl=is_jsonl(input), path=document_path(input))
     write_bytes(output, document_bytes(result))
+
+
+def _streams(from_fmt: str, to_fmt: str) -> bool:
+    try:
+        return convert.streamable(from_fmt, to_fmt)
+    except MapcError:
+        return False  # an unknown format name: the usual path says so
+
+
+def _first_line(path: str) -> bytes:
+    try:
+        with open(path, "rb") as lines:
+            return next((line for line in lines if line.strip()), b"")
+    except OSError:
+        return b""
+
+
+def _convert_lines(input: str, from_fmt: str, to_fmt: str, output: str) -> None:
+    """A JSONL file converted line by line into `output`: memory holds one line, not the file."""
+    with fail_on(input):
+        try:
+            check_limit(input)
+            with open(input, "rb") as lines:
+                documents = convert.convert_lines(from_fmt, to_fmt, lines, path=document_path(input))
+                write_chunks(output, json_chunks(documents))
+        except OSError as exc:
+            raise click.BadParameter(f"cannot read {input}: {exc.strerror or exc}", param_hint="INPUT") from None
 
 
 def _convert_directory(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -20,13 +21,18 @@ def input_limit() -> int | None:
     return int(text) if text.isdigit() and int(text) > 0 else None
 
 
-def read_limited(path: str) -> bytes:
-    """The bytes of file `path`; MapcError `input.too_large` (before reading) over the limit."""
+def check_limit(path: str) -> None:
+    """MapcError `input.too_large` when file `path` is over the limit (OSError when it is unreadable)."""
     limit = input_limit()
     if limit is not None:
         size = Path(path).stat().st_size
         if size > limit:
             raise _too_large(size, limit)
+
+
+def read_limited(path: str) -> bytes:
+    """The bytes of file `path`; MapcError `input.too_large` (before reading) over the limit."""
+    check_limit(path)
     return Path(path).read_bytes()
 
 
@@ -52,6 +58,22 @@ def read_bytes(path: str) -> bytes:
         except OSError as exc:
             raise click.BadParameter(f"cannot read {path}: {exc.strerror or exc}", param_hint="INPUT") from None
     raise AssertionError("unreachable")  # fail_on exits
+
+
+def write_chunks(path: str, chunks: Iterator[bytes]) -> None:
+    """Write `chunks` to `path` through a temporary file renamed into place once all are written;
+    if making them fails, the temporary file is removed and `path` is left as it was."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for chunk in chunks:
+                out.write(chunk)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def is_jsonl(path: str) -> bool:

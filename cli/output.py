@@ -21,6 +21,31 @@ def dump_json(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n"
 
 
+def json_chunks(documents: Iterator[Any]) -> Iterator[bytes]:
+    """`dump_json` of the documents, made as they come: one document alone, several as an array
+    (byte for byte what `dump_json` writes for the list)."""
+    first = next(documents, _NONE)
+    if first is _NONE:
+        yield b"[]\n"
+        return
+    second = next(documents, _NONE)
+    if second is _NONE:
+        yield dump_json(first)
+        return
+    yield b"[\n" + _item(first)
+    yield b",\n" + _item(second)
+    for document in documents:
+        yield b",\n" + _item(document)
+    yield b"\n]\n"
+
+
+_NONE = object()
+
+
+def _item(document: Any) -> bytes:
+    return b"  " + orjson.dumps(document, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n  ")
+
+
 def document_bytes(document: Any) -> bytes:
     """A converted document as file bytes: a text format's ``str`` as UTF-8 (AgenticMD, from a
     codec), ``bytes`` as they are, any JSON value through `dump_json`."""

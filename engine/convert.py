@@ -8,6 +8,7 @@ the engine knows no format by name.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -213,6 +214,38 @@ def _export_problem(where: str, problem: Problem, fmt: str) -> Problem:
         where + problem.pointer,
         f"the {fmt} document made from these Storylines would be invalid: {problem.message} [{problem.code}]",
     )
+
+
+def streamable(from_fmt: str, to_fmt: str) -> bool:
+    """Whether a JSONL input converts line by line with the result of converting it whole: each line
+    maps alone (not a row corpus, whose rows group across lines) and the target writes each tree of
+    Storylines as its own document (Storyline itself, or a format without members or rows)."""
+    if codecs.lookup(from_fmt) is not None or codecs.lookup(to_fmt) is not None:
+        return False
+    if from_fmt != STORYLINE and program_for(from_fmt).spec.rows is not None:
+        return False
+    if to_fmt == STORYLINE:
+        return True
+    target = program_for(to_fmt)
+    return target.each is None and target.spec.rows is None
+
+
+def convert_lines(from_fmt: str, to_fmt: str, lines: Iterable[bytes], *, path: str | None = None) -> Iterator[Any]:
+    """`convert` for JSONL read lazily (see `streamable`): the documents of each line in turn, so
+    memory holds one line at a time.  Every line is checked; MapcError, with every bad line, at the end."""
+    problems: list[Problem] = []
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            result = convert(from_fmt, to_fmt, line, path=path)
+        except MapcError as exc:
+            problems.extend(p.on_line(n) for p in exc.problems)
+            continue
+        if not problems:
+            yield from result if type(result) is list and to_fmt == STORYLINE else [result]
+    if problems:
+        raise MapcError(problems)
 
 
 def convert(from_fmt: str, to_fmt: str, data: bytes, *, jsonl: bool = False, path: str | None = None) -> Any:
