@@ -41,7 +41,7 @@ from mapc.cli.engines import Engine, LocalEngine
 from mapc.cli.files import is_jsonl, read_limited, write_atomically
 from mapc.cli.output import document_bytes
 from mapc.cli.render import problem_line, unknown_field_line
-from mapc.engine import catalog, convert, detect, residual
+from mapc.engine import catalog, codecs, convert, detect, residual
 from mapc.engine.problems import MapcError, Problem
 
 JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
@@ -295,6 +295,10 @@ def convert_file(job: Job) -> FileResult:
     jsonl = is_jsonl(job.path)
     try:
         fmt = job.from_fmt or detect.detect(job.path, data)
+        codec = codecs.lookup(fmt) if fmt is not None and job.from_fmt is None else None
+        if codec is not None and codec.content_test is not None and not codec.content_test(data):
+            # Named like the format's files but not one of them (a README.md among AgenticMD files).
+            return FileResult(job.path, SKIPPED, input_bytes=len(data), reason=f"not {fmt} content")
         if fmt is None:
             convert.read_units(data, jsonl=jsonl)  # not even JSON: that is a failure, not a skip
             return FileResult(job.path, SKIPPED, input_bytes=len(data), reason="not a known format")

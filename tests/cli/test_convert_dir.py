@@ -312,3 +312,19 @@ def test_a_text_format_is_written_and_walked_by_its_own_suffix(runner, tmp_path)
     back = _convert(runner, tmp_path / "md", tmp_path / "back")  # *.md files are picked up and detected
     assert back.exit_code == 0, back.stderr
     assert set(_files(tmp_path / "back")) == set(GOOD.values()) - {"runs.storyline.json"}
+
+
+def test_a_markdown_file_that_is_not_agenticmd_is_skipped(runner, tmp_path: Path) -> None:
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "README.md").write_text("# notes about this corpus\n")
+    legacy = FIXTURES / "agenticmd" / "legacy-demo-run-001.md"
+    (src / "legacy.md").write_bytes(legacy.read_bytes())  # AgenticMD without Storyline metadata: a failure
+    (src / "run.json").write_bytes((FIXTURES / "atif" / "sparse_13.json").read_bytes())
+    result = runner.invoke(
+        cli, ["convert", str(src), "--to", "storyline", "-o", str(tmp_path / "out"), "--workers", "1"]
+    )
+    assert result.exit_code == 1
+    assert f"warning: skipped {src / 'README.md'}: not agenticmd content" in result.stderr
+    assert "agenticmd.no_storyline" in result.stderr
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["run.storyline.json"]
