@@ -58,15 +58,50 @@ def is_int(value: Any) -> bool:
     return type(value) is int
 
 
+_PLAIN = (str, int, bool, type(None))  # types whose `==` already is JSON equality (same type on both sides)
+
+
 def json_equal(a: Any, b: Any) -> bool:
-    """Equality in the JSON data model: types must match, so ``True != 1`` and ``1 != 1.0``."""
-    ta, tb = type(a), type(b)
-    if ta is not tb:
+    """Equality in the JSON data model: types must match, so ``True != 1`` and ``1 != 1.0``.
+
+    A value is equal to itself (JSON has no NaN; a float NaN is still unequal to everything).
+    """
+    ta = type(a)
+    if ta is not type(b):
         return False
+    if a is b:
+        return ta is not float or a == a
     if ta is dict:
-        return a.keys() == b.keys() and all(json_equal(v, b[k]) for k, v in a.items())
+        if a.keys() != b.keys():
+            return False
+        for k, x in a.items():
+            y = b[k]
+            if x is y and type(x) is not float:
+                continue
+            tx = type(x)
+            if tx is not type(y):
+                return False
+            if tx in _PLAIN:
+                if x != y:
+                    return False
+            elif not json_equal(x, y):
+                return False
+        return True
     if ta is list:
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+        if len(a) != len(b):
+            return False
+        for x, y in zip(a, b):  # noqa: B905 (same length)
+            if x is y and type(x) is not float:
+                continue
+            tx = type(x)
+            if tx is not type(y):
+                return False
+            if tx in _PLAIN:
+                if x != y:
+                    return False
+            elif not json_equal(x, y):
+                return False
+        return True
     return bool(a == b)
 
 
