@@ -1,8 +1,8 @@
 """The compiled form of a spec: scopes of rules over pre-parsed paths, and the accessors they use.
 
 `compile.py` builds a `Program` from a `Spec`; `codegen.py` turns its scopes into Python; `run.py`
-executes it.  Rule objects hold the semantics of each row in one place; generated code calls them
-wherever a row is richer than a copy.
+executes it.  Rule objects hold the semantics of each row in one place; the generated code writes
+the same semantics out per row, and calls a rule's method only where it cannot (see codegen.py).
 """
 
 from __future__ import annotations
@@ -102,12 +102,14 @@ class Context:
     story: dict[str, Any]
     top: Any = None
     key: Any = MISSING
-    checks: list[Any] = field(default_factory=list)  # values kept only if the reverse gives them back
+    # Values kept only if the reverse gives them back, in rule order: (rule, frame, dst, at, raw) to
+    # decide at the end, or what generated code decided: None (nothing kept) or (pointer, value).
+    checks: list[Any] = field(default_factory=list)
     mirrors: dict[str, str] = field(default_factory=dict)  # chosen array pointer/ -> its copy's pointer/
     out: Frame | None = None  # in a reverse: the source element being rebuilt, with its ancestors
     count: int = 0  # in a reverse: how many Storylines make the document
     first: bool = True  # in a reverse: this is the document's first Storyline (it writes the root)
-    pending: list[Any] = field(default_factory=list)  # in a reverse: write-backs, run after residuals
+    pending: list[Any] = field(default_factory=list)  # in a reverse: write-backs (fn, want, out, ...), after residuals
     problems: list[Any] = field(default_factory=list)  # in a reverse: Storyline values it cannot write
 
 
@@ -173,9 +175,18 @@ class Source:
         return self.kind in ("elem", "top")
 
 
-def _origin_format(story: Any) -> Any:
+def origin_format(story: Any) -> Any:
+    """The `/origin/format` of a Storyline (None when it has none)."""
     origin = story.get("origin") if type(story) is dict else None
     return origin.get("format") if type(origin) is dict else None
+
+
+def follow(copies: dict[int, tuple[Any, Any]], obj: Any) -> Any:
+    """The object that stands for `obj` once residuals are restored: restoring copies the
+    containers it writes into (`copies`: id of an original -> (original, its copy))."""
+    while id(obj) in copies and copies[id(obj)][1] is not obj:
+        obj = copies[id(obj)][1]
+    return obj
 
 
 # --- rules ---------------------------------------------------------------------------------
@@ -183,8 +194,8 @@ def _origin_format(story: Any) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """A compiled row.  Generated code does the common work inline; these methods hold the full
-    semantics, and the generated code calls them for everything richer than a copy.
+    """A compiled row.  These methods hold the full semantics; generated code does the same work
+    inline (codegen.py), and calls them only where it cannot.
 
     Forward, a source value is *consumed* only when the reverse gives it back; a value that a
     condition or a conversion would lose is kept as a residual under its source pointer.
@@ -327,7 +338,7 @@ class Rule:
                     break
                 v = MISSING
             fallbacks = self.reverse_first_of
-            if spec.synthesized and _origin_format(ctx.story) == self.format:
+            if spec.synthesized and origin_format(ctx.story) == self.format:
                 fallbacks = ()  # from this format, a missing value was missing in the source too
             for source in fallbacks if v is MISSING else ():
                 v = source.read(story_frame, ctx)

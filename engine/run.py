@@ -24,7 +24,7 @@ from typing import Any
 from mapc.engine import pointer, rows
 from mapc.engine.mapped import Mapped, Rebuilt
 from mapc.engine.problems import MapcError, Problem
-from mapc.engine.program import Context, Frame, Program, Rule, get_in, insert_copying, pointer_text, put_in
+from mapc.engine.program import Context, Frame, Program, Rule, get_in, pointer_text, put_in
 from mapc.engine.residual import count_keys
 from mapc.engine.values import MISSING, json_equal
 from mapc.engine.views import document_id
@@ -145,7 +145,14 @@ def _forward_node(
 
 def _keep_what_the_reverse_loses(ctx: Context) -> None:
     """Ask the reverse of every guarded value what it would write back; keep what differs."""
-    for rule, frame, dst, at, raw in ctx.checks:
+    residual = ctx.residual
+    for entry in ctx.checks:
+        if entry is None:  # a guard decided in generated code that keeps nothing
+            continue
+        if len(entry) == 2:  # what a guard decided in generated code keeps: (pointer, value)
+            residual[entry[0]] = entry[1]
+            continue
+        rule, frame, dst, at, raw = entry
         story_frame = Frame(dst, (None,) * len(frame.up), frame.idx)
         ctx.out = frame
         if type(raw) is tuple:  # a computed chain candidate: does its write-back put it home?
@@ -340,40 +347,11 @@ def _finish(
 ) -> None:
     """Restore residuals, then run the pending write-backs against the restored document."""
     copies = _restore_residuals(program, doc, mapped, {id(s): i for i, s in enumerate(stories)})
-    for rule, derive, story_frame, out_frame, story, parent in ctx.pending:
-        ctx.story, ctx.parent = story, parent
-        if copies:
-            up = tuple(_follow(copies, u) for u in out_frame.up)
-            out_frame = Frame(_follow(copies, out_frame.elem), up, out_frame.idx)
-        _write_back(rule, derive, story_frame, out_frame, ctx)
+    # Each write-back is ``(fn, want, out, ...)`` with a generated `fn` (codegen._write_back_fn): it
+    # follows `copies` to the restored element and writes `want` back unless the forward derives it again.
+    for entry in ctx.pending:
+        entry[0](entry, ctx, copies)
     ctx.pending.clear()
-
-
-def _follow(copies: Copies, obj: Any) -> Any:
-    while id(obj) in copies and copies[id(obj)][1] is not obj:  # restoring copied this object
-        obj = copies[id(obj)][1]
-    return obj
-
-
-def _null_is_a_value(rule: Rule) -> bool:
-    # A chain of present values takes a null source as its value (a null first candidate is the value).
-    return rule.spec.op == "first_of" and not rule.spec.nonempty and rule.convert is None
-
-
-def _write_back(rule: Rule, derive: Any, story_frame: Frame, out: Frame, ctx: Context) -> None:
-    want = get_in(story_frame.elem, rule.targets[0]) if rule.targets[0] else story_frame.elem
-    if want is MISSING or (want is None and not _null_is_a_value(rule)):
-        return
-    if json_equal(derive(out.elem) if derive is not None else rule.value(out, ctx), want):
-        return
-    if rule.write_back_fn is not None:
-        placed = rule.write_back_fn(want, out.elem)
-        if placed is not MISSING:
-            key, value = placed
-            insert_copying(out.elem, (key,), value)
-        return
-    assert rule.write_back is not None
-    insert_copying(out.elem, rule.write_back, want)
 
 
 # --- residuals -----------------------------------------------------------------------------
