@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mapc.engine.functions import effective_kind, register
+from mapc.engine.functions import effective_kind, int_ms, register
 from mapc.engine.values import MISSING
 
 _IMPLIED_KINDS = {("user", "dialogue"), ("system", "internal"), ("agent", "dialogue")}
@@ -27,6 +27,7 @@ def atif_turn_kind(source: Any, tool_calls: Any) -> Any:
 # --- ACTF v1.0 (REFERENCE.md §1.3) -------------------------------------------------------------
 
 _ACTF_METRIC_KEYS = ("prompt_tokens_len", "completion_tokens_len", "llm_infer_ms", "env_action_ms", "stop_reason")
+_ACTF_METRIC_NONE = dict.fromkeys(_ACTF_METRIC_KEYS)  # copied, never changed
 _EPOCH_TEXT = "1970-01-01 00:00:00+00:00"
 
 
@@ -56,8 +57,6 @@ def actf_single_tool_ms(env_action_ms: Any, tools: Any, tool_calls: Any) -> Any:
     """A tool's ``duration_ms``: the step's ``env_action_ms`` (truncated), only for a single tool."""
     if len(_effective_tools(tools, tool_calls)) != 1:
         return MISSING
-    from mapc.engine.functions import int_ms
-
     return int_ms(env_action_ms)
 
 
@@ -92,7 +91,10 @@ def actf_other_fields(tool: Any) -> Any:
     """A tool's fields other than ``type`` and ``id``: its arguments when nothing else says them."""
     if type(tool) is not dict:
         return MISSING
-    return {k: v for k, v in tool.items() if k not in ("type", "id")}
+    out = dict(tool)
+    out.pop("type", None)
+    out.pop("id", None)
+    return out
 
 
 @register("actf_args_home", 2)
@@ -102,7 +104,8 @@ def actf_args_home(args: Any, tool: Any) -> Any:
         type(tool) is dict
         and tool.get("type") == "command_execution"
         and type(args) is dict
-        and set(args) == {"command"}
+        and len(args) == 1
+        and "command" in args
     ):
         return ("command", args["command"])
     return ("input", args)
@@ -133,22 +136,26 @@ def actf_metric(metric: Any) -> Any:
     """A step's metrics: the whole ``metric`` object, its five known keys always present."""
     if type(metric) is not dict:
         return MISSING
-    return {**dict.fromkeys(_ACTF_METRIC_KEYS), **metric}
+    out = _ACTF_METRIC_NONE.copy()
+    out.update(metric)
+    return out
 
 
 @register("actf_metric_back", 2)
 def actf_metric_back(metrics: Any, latency_ms: Any) -> Any:
     """A step's ``metric`` from a turn: its metrics with the five known keys filled when missing."""
     out = dict(metrics) if type(metrics) is dict else {}
-    defaults = {
-        "prompt_tokens_len": out.get("prompt_tokens", 0),
-        "completion_tokens_len": out.get("completion_tokens", 0),
-        "llm_infer_ms": out.get("total_latency_ms", None if latency_ms is MISSING else latency_ms),
-        "env_action_ms": None,
-        "stop_reason": out.get("finish_reason"),
-    }
-    for key, value in defaults.items():
-        out.setdefault(key, value)
+    # Each default reads a key that is not one of the five, so filling them in turn is filling them at once.
+    if "prompt_tokens_len" not in out:
+        out["prompt_tokens_len"] = out.get("prompt_tokens", 0)
+    if "completion_tokens_len" not in out:
+        out["completion_tokens_len"] = out.get("completion_tokens", 0)
+    if "llm_infer_ms" not in out:
+        out["llm_infer_ms"] = out.get("total_latency_ms", None if latency_ms is MISSING else latency_ms)
+    if "env_action_ms" not in out:
+        out["env_action_ms"] = None
+    if "stop_reason" not in out:
+        out["stop_reason"] = out.get("finish_reason")
     return out
 
 
@@ -191,7 +198,11 @@ def actf_turn_prompt(system: Any, user: Any, baseline: Any) -> Any:
     else the whole pair (REFERENCE.md §1.3 "Prompt pairs")."""
     if baseline is MISSING:
         return MISSING
-    pair = {k: v for k, v in (("system", system), ("user", user)) if type(v) is str and v}
+    pair = {}
+    if type(system) is str and system:
+        pair["system"] = system
+    if type(user) is str and user:
+        pair["user"] = user
     if pair == baseline:
         return MISSING
     if not pair:
@@ -213,7 +224,11 @@ def actf_result(observation: Any) -> Any:
     if type(observation) is not dict:
         return MISSING
     out = dict(observation)
-    ref = next((observation[k] for k in ("tool_use_id", "id") if type(observation.get(k)) is str), None)
+    ref = observation.get("tool_use_id")
+    if type(ref) is not str:
+        ref = observation.get("id")
+        if type(ref) is not str:
+            ref = None
     if ref is not None:
         out["source_call_id"] = ref
     if "aggregated_output" in observation:
