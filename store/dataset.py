@@ -12,9 +12,10 @@ no ``generations/`` indirection; every cell is stored inline)::
 **Fragments, then one commit per table.** An import first writes its rows as Lance fragments into
 its own staging directory, ``DATASET/.staging/JOB/`` (`Staging`, `stage`): in this process, in a pool
 of worker processes or on Ray workers (store/ingest.py), none of them holding the lock.  Then the
-driver takes the lock, checks the ids, numbers the runs (``storage_ordinal`` follows the input order),
-moves the staged files into the tables and makes one Lance commit per table (runs, steps,
-tool_calls, in that order: `commit`); the staging directory is removed whatever happens.
+driver takes the lock, checks the ids, has the runs rows numbered from the dataset's next
+``storage_ordinal`` (in input order) and staged, moves the staged files into the tables and makes
+one Lance commit per table (runs, steps, tool_calls, in that order: `commit`); the staging
+directory is removed whatever happens.
 
 **Atomic imports.** After its commits an import replaces ``CURRENT`` (a temporary file renamed
 over it).  Readers open each table at the version ``CURRENT`` names, so they see all of an import
@@ -286,26 +287,36 @@ def store(root: Path, batches: Sequence[tuple[Source, dict[str, Any]]]) -> Store
     staging = Staging.open(root)
     try:
         fragments = {name: stage(staging, name, tables.by_name()[name]) for name in ("steps", "tool_calls")}
-        counts = {"steps": tables.steps.num_rows, "tool_calls": tables.tool_calls.num_rows}
-        return commit(staging, tables.runs, fragments, counts, seen)
+        counts = {name: table.num_rows for name, table in tables.by_name().items()}
+        return commit(
+            staging, lambda first: stage(staging, "runs", numbered(tables.runs, first)), fragments, counts, seen
+        )
     finally:
         staging.discard()
 
 
+def numbered(runs: pa.Table, first: int) -> pa.Table:
+    """`runs` with ``storage_ordinal`` counting from `first`, in row order."""
+    index = runs.schema.get_field_index("storage_ordinal")
+    ordinals = pa.array(range(first, first + runs.num_rows), type=pa.int64())
+    return runs.set_column(index, rows.RUNS_SCHEMA.field(index), ordinals)
+
+
 def commit(
     staging: Staging,
-    runs: pa.Table,
+    stage_runs: Callable[[int], list[FragmentMetadata]],
     fragments: dict[str, list[FragmentMetadata]],
     counts: dict[str, int],
     seen: dict[str, Source],
 ) -> Stored:
-    """Under the lock: check the ids against the dataset, number the runs, commit every table, then CURRENT.
+    """Under the lock: check the ids against the dataset, stage the numbered runs, commit every table, then CURRENT.
 
-    `runs` holds one row per document in input order (its ``storage_ordinal`` is replaced here, by
-    the dataset's next ordinals); `fragments` the staged steps and tool_calls; `counts` their rows;
-    `seen` every ``document_id`` of the import with its source.  A ``document_id`` already stored is
-    a `LocatedError` and nothing is committed.  One commit per table, then ``CURRENT``; see the
-    module docstring for atomicity.
+    `stage_runs(first)` stages the runs rows of the import, one per document in input order, with
+    ``storage_ordinal`` counting from `first` (the dataset's next ordinal, known only under the lock);
+    `fragments` holds the staged steps and tool_calls, `counts` the rows of each table, `seen` every
+    ``document_id`` of the import with its source.  A ``document_id`` already stored is a
+    `LocatedError` and nothing is committed.  One commit per table, then ``CURRENT``; see the module
+    docstring for atomicity.
     """
     root = Path(staging.root)
     with locked(root):
@@ -331,12 +342,9 @@ def commit(
             if clashes:
                 raise LocatedError(sorted(clashes, key=lambda c: (c[0], c[1].pointer)))
             first = _next_ordinal(stored_runs)
-        index = runs.schema.get_field_index("storage_ordinal")
-        ordinals = pa.array(range(first, first + runs.num_rows), type=pa.int64())
-        runs = runs.set_column(index, rows.RUNS_SCHEMA.field(index), ordinals)
-        staged = {"runs": stage(staging, "runs", runs), **fragments}
+        staged = {"runs": stage_runs(first), **fragments}
         versions = _commit(root, staging, current, staged)
-    return Stored(runs.num_rows, counts.get("steps", 0), counts.get("tool_calls", 0), versions)
+    return Stored(counts.get("runs", 0), counts.get("steps", 0), counts.get("tool_calls", 0), versions)
 
 
 def _write_table(path: Path, fragments: list[FragmentMetadata], *, exists: bool) -> int:

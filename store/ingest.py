@@ -1,20 +1,25 @@
 """`mapc store` as a job: chunks of input files staged as Lance fragments by workers, one commit by the driver.
 
-The driver (`stage_inputs`) cuts the inputs, in their order, into chunks of about `chunk_bytes` and hands
-them to a scheduler, a callable that runs ``store_chunk`` on each chunk and yields ``(index, result)``
-as they finish (cli/engines.py: in this process, in a process pool, or as Ray tasks).  A worker reads
+The driver (`staged`) cuts the inputs, in their order, into chunks of about `chunk_bytes` and hands them
+to a scheduler, a callable that runs a function on each item and yields ``(index, result)`` as they finish
+(cli/engines.py: in this process, in a process pool, or as Ray tasks).  A worker (`store_chunk`) reads
 each file's raw bytes, detects its format, converts it through the hub with mapc itself, turns its
-Storylines into rows and writes the steps and tool_calls rows as fragments into the job's staging
-directory (store/dataset.py); it sends back one small `Outcome` per file and the chunk's runs rows.
-The driver puts the chunks back in input order and `Staged.commit` numbers the runs and commits each
-table once.  Only scheduling differs between engines, so the rows, their order and the errors are the
-same whichever runs the job; the chunks depend on the input sizes alone, so the fragments do too.
+Storylines into rows, writes the steps and tool_calls rows as Lance fragments into the job's staging
+directory (store/dataset.py) and the runs rows as an Arrow file beside them; it sends back one small
+`Outcome` per file (its document ids, or its problems) and the fragments' metadata.  The driver puts the
+chunks back in input order; `Staged.commit` checks the ids, takes the lock, learns the dataset's next
+``storage_ordinal``, has every chunk's runs rows numbered from its place in the input and staged by a
+second, short round of tasks (`stage_runs`), and commits each table once.  The driver never holds rows.
+
+Only scheduling differs between engines, so the rows, their order and the errors are the same
+whichever runs the job; the chunks depend on the input sizes alone, so the fragments do too.
 
 Nothing here prints or knows click: cli/store.py reports the outcomes.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -76,15 +81,24 @@ class Chunk:
 
 @dataclass(frozen=True, slots=True)
 class ChunkResult:
-    """A chunk's outcomes, its runs rows (not yet numbered), its staged fragments and their row counts;
-    `error` when writing a fragment failed."""
+    """A chunk's outcomes, its staged fragments, where its runs rows wait to be numbered, and the rows of
+    each table; `error` when writing a fragment failed."""
 
     index: int
     outcomes: tuple[Outcome, ...]
-    runs: pa.Table | None = None
     fragments: tuple[tuple[str, tuple[FragmentMetadata, ...]], ...] = ()
+    runs: str = ""
     counts: tuple[tuple[str, int], ...] = ()
     error: Problem | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunsTask:
+    """Number a chunk's runs rows from `first` and stage them: the second, short round, under the lock."""
+
+    staging: dataset.Staging
+    runs: str
+    first: int
 
 
 def chunk_bytes(total: int) -> int:
@@ -157,14 +171,32 @@ def store_chunk(chunk: Chunk) -> ChunkResult:
         return ChunkResult(chunk.index, outcomes)
     by_name = tables.by_name()
     staged = []
-    for name in FRAGMENT_TABLES:
-        try:
+    runs = ""
+    try:
+        for name in FRAGMENT_TABLES:
             staged.append((name, tuple(dataset.stage(chunk.staging, name, by_name[name]))))
-        except (OSError, ValueError, RuntimeError) as exc:
-            problem = Problem("store.write_failed", name, f"cannot write a fragment of {name}.lance: {exc}")
-            return ChunkResult(chunk.index, outcomes, error=problem)
-    counts = tuple((name, by_name[name].num_rows) for name in FRAGMENT_TABLES)
-    return ChunkResult(chunk.index, outcomes, tables.runs, tuple(staged), counts)
+        if tables.runs.num_rows:
+            runs = os.path.join(chunk.staging.directory, f"runs-{chunk.index:06d}.arrow")
+            with pa.OSFile(runs, "wb") as sink, pa.ipc.new_file(sink, rows.RUNS_SCHEMA) as writer:
+                writer.write_table(tables.runs)
+    except (OSError, ValueError, RuntimeError) as exc:
+        return ChunkResult(chunk.index, outcomes, error=_write_failed(exc))
+    counts = tuple((name, table.num_rows) for name, table in by_name.items())
+    return ChunkResult(chunk.index, outcomes, tuple(staged), runs, counts)
+
+
+def stage_runs(task: RunsTask) -> list[FragmentMetadata] | Problem:
+    """The worker's second job: the chunk's runs rows with their ``storage_ordinal``, staged as fragments."""
+    try:
+        with pa.OSFile(task.runs, "rb") as source:
+            runs = pa.ipc.open_file(source).read_all()
+        return dataset.stage(task.staging, "runs", dataset.numbered(runs, task.first))
+    except (OSError, ValueError, RuntimeError) as exc:
+        return _write_failed(exc)
+
+
+def _write_failed(exc: BaseException) -> Problem:
+    return Problem("store.write_failed", "", f"cannot write a fragment: {type(exc).__name__}: {exc}")
 
 
 # -- the driver -------------------------------------------------------------------------------------------
@@ -177,6 +209,7 @@ class Staged:
     staging: dataset.Staging
     outcomes: list[Outcome]
     results: list[ChunkResult]
+    schedule: Scheduler
 
     @property
     def failed(self) -> bool:
@@ -195,16 +228,30 @@ class Staged:
         errors = [r.error for r in self.results if r.error is not None]
         if errors:
             raise MapcError(errors[:1], source=self.staging.root)
-        runs = [r.runs for r in self.results if r.runs is not None]
         fragments: dict[str, list[FragmentMetadata]] = {name: [] for name in FRAGMENT_TABLES}
-        counts = dict.fromkeys(FRAGMENT_TABLES, 0)
+        counts = dict.fromkeys(dataset.TABLES, 0)
         for r in self.results:
             for name, staged in r.fragments:
                 fragments[name].extend(staged)
             for name, n in r.counts:
                 counts[name] += n
-        all_runs = pa.concat_tables(runs) if runs else rows.RUNS_SCHEMA.empty_table()
-        return dataset.commit(self.staging, all_runs, fragments, counts, seen)
+        return dataset.commit(self.staging, self._stage_runs, fragments, counts, seen)
+
+    def _stage_runs(self, first: int) -> list[FragmentMetadata]:
+        """Number every chunk's runs rows from `first` on, in input order, on the workers (one task a chunk)."""
+        tasks = []
+        for r in self.results:
+            if r.runs:
+                tasks.append(RunsTask(self.staging, r.runs, first))
+                first += dict(r.counts)["runs"]
+        staged: list[list[FragmentMetadata]] = [[] for _ in tasks]
+        for index, result in self.schedule(stage_runs, tasks):
+            if isinstance(result, BaseException):
+                result = _write_failed(result)
+            if isinstance(result, Problem):
+                raise MapcError([result], source=self.staging.root)
+            staged[index] = result
+        return [fragment for chunk in staged for fragment in chunk]
 
 
 def _stopped(chunk: Chunk, exc: BaseException) -> ChunkResult:
@@ -225,6 +272,6 @@ def staged(root: Path, inputs: Sequence[Input], schedule: Scheduler) -> Iterator
         for index, result in schedule(store_chunk, work):
             results[index] = _stopped(work[index], result) if isinstance(result, BaseException) else result
         done = [r for r in results if r is not None]
-        yield Staged(staging, [o for r in done for o in r.outcomes], done)
+        yield Staged(staging, [o for r in done for o in r.outcomes], done, schedule)
     finally:
         staging.discard()

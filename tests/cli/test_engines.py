@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 from engine_corpus import mixed_corpus, snapshot, story
 
+from mapc.cli import corpus
 from mapc.cli.main import cli
 from mapc.cli.store import input_files
 from mapc.engine import convert, detect
+from mapc.engine.problems import MapcError
 from mapc.engine.views import document_id
 from mapc.store import dataset, ingest
 
@@ -124,6 +126,28 @@ def test_a_stopped_worker_fails_its_files(tmp_path):
     assert not (tmp_path / "ds").exists()
 
 
+def test_a_lost_numbering_task_fails_the_job_and_writes_nothing(tmp_path):
+    files = [tmp_path / f"f{i}.json" for i in range(2)]
+    for i, f in enumerate(files):
+        f.write_text(json.dumps(story(f"s{i}")))
+    inputs = [ingest.Input(str(f), str(f), 2 << 20) for f in files]
+
+    def schedule(fn, items):
+        for i, item in enumerate(items):
+            yield i, (ConnectionError("node lost") if fn is ingest.stage_runs and i == 1 else fn(item))
+
+    root = tmp_path / "ds"
+    with ingest.staged(root, inputs, schedule) as job:
+        assert not job.failed
+        with pytest.raises(MapcError) as err:
+            job.commit()
+    [problem] = err.value.problems
+    assert problem.code == "store.write_failed" and "ConnectionError: node lost" in problem.message
+    assert err.value.source == str(root)
+    assert sorted(p.name for p in root.iterdir()) == [".lock", "CURRENT"]  # no table, no staging
+    assert dataset.read_current(root) == {}
+
+
 def test_chunks_follow_the_input_order():
     staging = dataset.Staging("ds", "ds/.staging/x", False)
     inputs = [ingest.Input(f"f{i}", f"/f{i}", size) for i, size in enumerate([5, 1 << 20, 3, 3, 2 << 20, 7])]
@@ -131,6 +155,15 @@ def test_chunks_follow_the_input_order():
     assert [[i.file for i in c.inputs] for c in chunks] == [["f0", "f1"], ["f2", "f3", "f4"], ["f5"]]
     assert [c.index for c in chunks] == [0, 1, 2]
     assert ingest.chunk_bytes(10**12) == ingest.MAX_CHUNK and ingest.chunk_bytes(10) == ingest.MIN_CHUNK
+
+
+def test_convert_batches_keep_the_planned_order():
+    sizes = [90, 50, 4, 4, 1]  # largest first, as planned; 149 bytes over 2 workers: batches of 9 bytes
+    jobs = [corpus.Job(f"f{i}", f"f{i}", f"o{i}", "o", "storyline", size=size) for i, size in enumerate(sizes)]
+    assert corpus.batches(jobs, 1) == [(j,) for j in jobs]
+    assert [[j.path for j in b] for b in corpus.batches(jobs, 2)] == [["f0"], ["f1"], ["f2", "f3", "f4"]]
+    many = [corpus.Job(f"f{i}", f"f{i}", f"o{i}", "o", "storyline", size=0) for i in range(130)]
+    assert [len(b) for b in corpus.batches(many, 2)] == [64, 64, 2]
 
 
 @pytest.mark.parametrize("command", ["store", "convert"])
