@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from mapc.cli.engines import engine_options, open_engine
-from mapc.cli.files import is_jsonl, read_bytes, write_bytes
+from mapc.cli.files import input_limit, is_jsonl, read_bytes, read_limited, write_bytes
 from mapc.cli.output import document_bytes, fail_on
 from mapc.cli.render import report
 from mapc.engine import convert
@@ -71,7 +71,14 @@ def _input(file: str, fmt: str | None) -> Any:
         size = os.stat(file).st_size
     except OSError as exc:
         raise click.BadParameter(f"cannot read {file}: {exc.strerror or exc}", param_hint="INPUT") from None
-    return Input(file, os.path.abspath(file), size, fmt, is_jsonl(file))
+    refused: tuple[Any, ...] = ()
+    limit = input_limit()
+    if limit is not None and size > limit:  # fails like any bad file, unread (read_limited refuses it by size)
+        try:
+            read_limited(file)
+        except MapcError as exc:
+            refused = exc.problems
+    return Input(file, os.path.abspath(file), size, fmt, is_jsonl(file), refused=refused)
 
 
 @click.command("store")

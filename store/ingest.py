@@ -49,7 +49,8 @@ exception means the worker running that item stopped."""
 @dataclass(frozen=True, slots=True)
 class Input:
     """One file to store: its name as given (shown in messages, used by detection), the absolute path a
-    worker reads, its size, and how to read it; `data` holds stdin's bytes, read by the driver."""
+    worker reads, its size, and how to read it; `data` holds stdin's bytes, read by the driver; a file
+    `refused` fails with those problems unread."""
 
     file: str
     path: str
@@ -58,6 +59,7 @@ class Input:
     jsonl: bool = False
     document_path: str | None = None
     data: bytes | None = None
+    refused: tuple[Problem, ...] = ()  # the driver's reasons not to read it (over --max-input-bytes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +137,8 @@ def _read(item: Input) -> bytes:
 
 def _store_file(item: Input, builder: rows.Builder) -> Outcome:
     """Read, detect, convert and split one file into `builder`; every outcome, errors included, is returned."""
+    if item.refused:
+        return Outcome(item.file, FAILED, item.file, item.refused)
     try:
         data = _read(item)
     except OSError as exc:

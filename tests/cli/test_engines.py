@@ -105,6 +105,19 @@ def test_duplicates_across_chunks_are_reported_alike_and_write_nothing(tmp_path,
     assert not (tmp_path / "1").exists() and not (tmp_path / "2").exists()
 
 
+def test_files_over_the_input_limit_fail_unread_and_nothing_is_written(tmp_path, runner, small_chunks):
+    corpus = mixed_corpus(tmp_path / "in")
+    big = corpus / "fixtures" / "atif" / "multimodal_18.json"
+    limit = str(big.stat().st_size - 1)
+    args = ["--max-input-bytes", limit, "store", str(corpus), "--to"]
+    results = [runner.invoke(cli, [*args, str(tmp_path / w), "--workers", w]) for w in ("1", "2")]
+    assert [r.exit_code for r in results] == [1, 1]
+    assert results[0].stderr == results[1].stderr
+    assert f"{big}: /: the input is {big.stat().st_size} bytes, over the limit of {limit}" in results[0].stderr
+    assert "[input.too_large]" in results[0].stderr
+    assert not (tmp_path / "1").exists() and not (tmp_path / "2").exists()
+
+
 def test_a_stopped_worker_fails_its_files(tmp_path):
     files = [tmp_path / f"f{i}.json" for i in range(3)]
     for i, f in enumerate(files):
