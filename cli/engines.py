@@ -148,6 +148,9 @@ def open_engine(name: str, address: str | None = None, workers: int | None = Non
             "logging_level": logging.ERROR,
             "log_to_driver": False,
         }
+        settings = {k: v for k, v in os.environ.items() if k.startswith("MAPC_")}  # --max-input-bytes, …
+        if settings:  # workers on other nodes do not inherit this environment: the job carries it
+            options["runtime_env"] = {"env_vars": settings}
         target = address or os.environ.get("RAY_ADDRESS")
         if target is None:
             options["num_cpus"] = workers or os.cpu_count() or 1  # a local Ray for this job, on this machine only
