@@ -129,7 +129,7 @@ def measure(program: Program, inputs: Iterable[tuple[str, bytes, bool]]) -> Cove
     for name, data, jsonl in inputs:
         report.files += 1
         try:
-            units = read_units(data, jsonl=jsonl)
+            units = read_units(data, jsonl=jsonl, rows=program.spec.rows is not None)
         except MapcError as exc:
             report.failures.extend((name, p) for p in exc.problems)
             continue

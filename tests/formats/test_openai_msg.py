@@ -449,3 +449,18 @@ def test_envelope_reject_rules(carrier, source, code):
     with pytest.raises(MapcError) as info:
         forward({"session_steps": [row()], "_storyline": envelope})
     assert info.value.problems[0].code == code
+
+
+def test_spec_coverage_counts_a_corpus_and_its_unknown_keys():
+    from mapc.engine import catalog, coverage
+
+    corpus = orjson.dumps([row("a", x=1), row("a", step=2, x=2), row("b", y=3)])
+    report = coverage.measure(
+        catalog.program(FMT),
+        [("c.json", corpus, False), ("d.jsonl", corpus.replace(b"[", b"").replace(b"]", b""), False)],
+    )
+    assert (report.files, report.documents, report.storylines) == (2, 1, 2)
+    assert {k: (v.occurrences, v.documents) for k, v in report.residuals.items()} == {
+        "/session_steps/*/x": (2, 1),
+        "/session_steps/*/y": (1, 1),
+    }
