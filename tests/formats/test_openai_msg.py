@@ -457,9 +457,9 @@ def test_spec_coverage_counts_a_corpus_and_its_unknown_keys():
     corpus = orjson.dumps([row("a", x=1), row("a", step=2, x=2), row("b", y=3)])
     report = coverage.measure(
         catalog.program(FMT),
-        [("c.json", corpus, False), ("d.jsonl", corpus.replace(b"[", b"").replace(b"]", b""), False)],
+        [("c.json", corpus, False), ("bad.json", b"{", False)],
     )
-    assert (report.files, report.documents, report.storylines) == (2, 1, 2)
+    assert (report.files, report.documents, report.storylines, len(report.failures)) == (2, 1, 2, 1)
     assert {k: (v.occurrences, v.documents) for k, v in report.residuals.items()} == {
         "/session_steps/*/x": (2, 1),
         "/session_steps/*/y": (1, 1),
