@@ -41,6 +41,7 @@ from mapc.engine.program import (
     origin_format,
     pointer_text,
     put_in,
+    twin_write_back,
 )
 from mapc.engine.template import Var
 from mapc.engine.values import MISSING, json_equal
@@ -71,6 +72,7 @@ class _Writer:
             "put_in": put_in,
             "insert_copying": insert_copying,
             "follow": follow,
+            "twin_write_back": twin_write_back,
             "origin_format": origin_format,
             "Frame": Frame,
             "json_equal": json_equal,
@@ -728,6 +730,8 @@ def _reverse_rule(w: _Writer, d: int, rule: Rule, level: int) -> None:
         fn, layout = _write_back_fn(w, rule, level)
         entry = {3: "", 5: ", oup, idx", 7: ", oup, idx, ctx.story, ctx.parent"}[layout]
         w.layouts.add(layout)
+        if any(_uses(s, ("top",)) for s in (*rule.sources, *rule.with_args)):
+            w.layouts.add(0)  # reads the document being rebuilt: more than the element itself
         w.emit(d, f"ctx.pending.append(({fn}, {want}, out{entry}))")
 
 
@@ -973,12 +977,25 @@ def _twin_home(w: _Writer, d: int, home: tuple[str, ...], layouts: frozenset[int
     if not layouts:
         return
     w.emit(d, "pending = ctx.pending")
+    if layouts == {3}:
+        # Write-backs that read only their element do to a copy what they did to its original:
+        # one entry per copy gives it the original's result (program.twin_write_back).
+        w.emit(d, "groups = {}")
+        w.emit(d, "for n in range(n0, len(pending)):")
+        w.emit(d + 1, "e = pending[n]")
+        w.emit(d + 1, "g = groups.get(id(e[2]))")
+        w.emit(d + 1, "if g is None:")
+        w.emit(d + 2, "groups[id(e[2])] = [e]")
+        w.emit(d + 1, "else:")
+        w.emit(d + 2, "g.append(e)")
+        w.emit(d, "for o in back:")
+        w.emit(d + 1, "g = groups.get(id(o))")
+        w.emit(d + 1, "if g is not None:")
+        w.emit(d + 2, "pending.append((twin_write_back, o, twin[id(o)], g))")
+        return
     w.emit(d, "for n in range(n0, len(pending)):")
     w.emit(d + 1, "e = pending[n]")
-    if layouts == {3}:
-        w.emit(d + 1, "pending.append((e[0], e[1], twin[id(e[2])]))")
-    else:
-        w.emit(d + 1, "pending.append(e[:2] + (twin[id(e[2])],) + e[3:])")
+    w.emit(d + 1, "pending.append(e[:2] + (twin[id(e[2])],) + e[3:])")
 
 
 def generate(name: str, root: Scope) -> tuple[ScopeFn, ScopeFn, str]:

@@ -189,6 +189,21 @@ def follow(copies: dict[int, tuple[Any, Any]], obj: Any) -> Any:
     return obj
 
 
+def twin_write_back(entry: tuple[Any, ...], ctx: Context, copies: dict[int, tuple[Any, Any]]) -> None:
+    """Give a copy the write-backs of its original (a pending entry ``(fn, original, copy, entries)``).
+
+    `entries` are the original's write-backs, ``(fn, want, original)``, which read only the element
+    they write, and have run: when restoring residuals changed neither element, the copy ends as
+    the original did; else each is run again on the copy."""
+    _, original, twin, entries = entry
+    if copies and (id(original) in copies or id(twin) in copies):
+        for fn, want, _ in entries:
+            fn((fn, want, twin), ctx, copies)
+        return
+    twin.clear()
+    twin.update(original)
+
+
 # --- rules ---------------------------------------------------------------------------------
 
 
