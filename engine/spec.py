@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any, NoReturn, TypeAlias
 
 import yaml
 
@@ -235,29 +235,55 @@ class Spec:
 # --- YAML with locations -------------------------------------------------------------------
 
 
+MAX_SPEC_NODES = 200_000  # far above any real spec (the shipped ones have a few thousand values)
+_MERGE = "tag:yaml.org,2002:merge"
+_YAML_TAGS = frozenset(
+    f"tag:yaml.org,2002:{t}" for t in ("map", "seq", "str", "int", "float", "bool", "null", "merge", "timestamp")
+)
+
+
 class _Located:
     """Plain Python data from YAML plus the (line, column) of every node, keyed by its path."""
 
     def __init__(self, file: str) -> None:
         self.file = file
         self.marks: dict[tuple[Any, ...], tuple[int, int]] = {}
+        self.budget = MAX_SPEC_NODES
 
     def build(self, node: yaml.Node, path: tuple[Any, ...] = ()) -> Any:
         self.marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+        self.budget -= 1
+        if self.budget < 0:  # aliases of aliases grow exponentially ("billion laughs")
+            self.fail(node, f"the spec expands to more than {MAX_SPEC_NODES} values (aliases nested too deep?)")
+        if node.tag not in _YAML_TAGS:
+            self.fail(node, f"YAML tag {node.tag!r} is not allowed in a spec (only plain YAML data)")
         if isinstance(node, yaml.MappingNode):
             out: dict[Any, Any] = {}
+            merged: dict[Any, Any] = {}
             for key_node, value_node in node.value:
+                if key_node.tag == _MERGE:  # `<<: *anchor`: the anchored mapping's keys, below explicit ones
+                    for part in value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]:
+                        value = self.build(part, (*path, "<<"))
+                        if type(value) is not dict:
+                            self.fail(part, "`<<` merges mappings only")
+                        merged.update({k: v for k, v in value.items() if k not in merged})
+                    continue
                 key = self.build(key_node, (*path, "<key>"))
                 if key in out:
                     line = key_node.start_mark.line + 1
                     raise MapcError.single("spec.duplicate_key", "", f"{self.file}:{line}: duplicate key {key!r}")
                 out[key] = self.build(value_node, (*path, key))
-            return out
+            return {**{k: v for k, v in merged.items() if k not in out}, **out}
         if isinstance(node, yaml.SequenceNode):
             return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
-        return yaml.SafeLoader(  # safe scalar resolution (no tags, no Python objects)
-            ""
-        ).construct_object(node)
+        try:
+            return yaml.SafeLoader("").construct_object(node)  # safe scalars: no Python objects
+        except yaml.YAMLError as exc:
+            self.fail(node, f"not a plain YAML value: {getattr(exc, 'problem', None) or exc}")
+
+    def fail(self, node: yaml.Node, message: str) -> NoReturn:
+        line, column = node.start_mark.line + 1, node.start_mark.column + 1
+        raise MapcError([Problem("spec.yaml", "", message, SpecLocation(self.file, line, column))])
 
     def at(self, *path: Any, rule: str = "") -> SpecLocation:
         while path and path not in self.marks:
