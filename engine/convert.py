@@ -8,9 +8,10 @@ the engine knows no format by name.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import functools
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import orjson
 
@@ -22,6 +23,8 @@ from mapc.engine.problems import MapcError, Problem, in_document_order
 from mapc.engine.schema import compiled_validator
 
 STORYLINE = "storyline"
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +135,21 @@ def _recount(story: dict[str, Any]) -> None:
         story["unknown_key_counts"] = counts
 
 
+def _bounded_depth(fn: Callable[P, R]) -> Callable[P, R]:
+    """A value nested deeper than Python can walk is a problem of the input, not a crash: JSON is
+    refused past 1,024 levels when parsed, but a format may nest what it holds further."""
+
+    @functools.wraps(fn)
+    def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except RecursionError:
+            raise MapcError.single("input.too_deep", "", "a value is nested too deeply to convert") from None
+
+    return guarded
+
+
+@_bounded_depth
 def into_storyline(fmt: str, data: bytes, *, jsonl: bool = False, path: str | None = None) -> list[dict[str, Any]]:
     """Every Storyline in the file `data` of format `fmt`, validated; MapcError on bad input.
 
@@ -165,6 +183,7 @@ def into_storyline(fmt: str, data: bytes, *, jsonl: bool = False, path: str | No
     return stories
 
 
+@_bounded_depth
 def from_storyline(fmt: str, stories: list[dict[str, Any]], *, carry: bool = True) -> Any:
     """The document of format `fmt` for `stories`: one object, or an array for several roots (a
     codec's format: its text, a str).

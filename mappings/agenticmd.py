@@ -166,7 +166,10 @@ def _reject_constant(text: str) -> Any:
 
 def _json_loads(text: str) -> Any:
     """Parse JSON text exactly: integers of any size stay integers (orjson would make floats)."""
-    return json.loads(text, parse_float=_finite, parse_constant=_reject_constant)
+    try:
+        return json.loads(text, parse_float=_finite, parse_constant=_reject_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
 
 
 def _pretty_json(value: Any) -> str:
@@ -214,6 +217,8 @@ def _split_frontmatter(data: bytes) -> tuple[dict[str, Any], int]:
         )
     try:
         loaded = yaml.load(data[start:pos].decode("utf-8"), Loader=_Loader)
+    except RecursionError:
+        raise _fail("agenticmd.yaml", "/frontmatter", "the frontmatter is nested too deeply") from None
     except yaml.YAMLError as exc:
         raise _fail("agenticmd.yaml", "/frontmatter", f"the frontmatter is not valid YAML: {exc}") from None
     if loaded is None:
@@ -249,6 +254,8 @@ def _parse_header(line: bytes, index: int) -> tuple[str, dict[str, Any], int | N
     text = rest[:-3].strip().decode("utf-8")
     try:
         header, _ = json.JSONDecoder(parse_float=_finite, parse_constant=_reject_constant).raw_decode(text)
+    except RecursionError:
+        raise _fail("agenticmd.bad_block", at, "the block header is nested too deeply") from None
     except ValueError as exc:
         raise _fail("agenticmd.bad_block", at, f"the block header is not a JSON object: {exc}") from None
     if type(header) is not dict:

@@ -142,3 +142,20 @@ def test_deep_nesting_is_an_error_not_a_crash(fmt: str, depth: int) -> None:
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_hostile_scalars(fmt: str, data: bytes) -> None:
     survives(fmt, data)
+
+
+def test_deep_values_in_agenticmd_and_beyond_python_recursion_are_errors() -> None:
+    deep = "[" * 5000 + "]" * 5000
+    head = "---\nformat: persisting\nstoryline: {agent: {id: a}, schema_version: storyline/v1, session: s}\n---\n\n"
+    block = '<!-- persisting:block:user {"type":"json","length":%d,"message_encoding":"json","source":"user",'
+    block += '"step_id":1,"storyline":{"id":1,"src":"user"}} -->\n\n%s\n\n'
+    with pytest.raises(MapcError) as info:
+        mapc.into_storyline("agenticmd", (head + block % (len(deep), deep)).encode())
+    assert info.value.problems[0].code == "agenticmd.bad_block"
+    # JSON under orjson's 1,024 levels, then written by a format that walks it in Python.
+    msg = "[" * 1000 + "]" * 1000
+    doc = '{"schema_version":"storyline/v1","session":"s","agent":{"id":"a"},"turns":[{"id":1,"src":"user","msg":%s}]}'
+    stories = mapc.into_storyline("storyline", (doc % msg).encode())
+    with pytest.raises(MapcError) as info:
+        mapc.from_storyline("agenticmd", stories)
+    assert info.value.problems[0].code == "input.too_deep"
