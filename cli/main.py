@@ -9,6 +9,7 @@ import click
 
 from mapc import __version__
 from mapc.cli.files import LIMIT_ENV
+from mapc.engine.limits import BYTES_ENV, FIELDS_ENV
 
 # command name -> "module:attribute"; imported only when the command runs, so `mapc run`
 # never pays for pyarrow or lance.
@@ -53,10 +54,26 @@ class LazyGroup(click.Group):
     metavar="N",
     help=f"Refuse any input file larger than N bytes (exit 1, code input.too_large). Env: {LIMIT_ENV}.",
 )
-def cli(max_input_bytes: int | None) -> None:
+@click.option(
+    "--max-unknown-fields",
+    type=click.IntRange(min=1),
+    envvar=FIELDS_ENV,
+    metavar="N",
+    help=f"Refuse a Storyline carrying more than N unknown fields (code unknown_fields.limit). Env: {FIELDS_ENV}.",
+)
+@click.option(
+    "--max-unknown-bytes",
+    type=click.IntRange(min=1),
+    envvar=BYTES_ENV,
+    metavar="N",
+    help=f"Refuse a Storyline whose unknown fields exceed N bytes (REFERENCE §3). Env: {BYTES_ENV}.",
+)
+def cli(max_input_bytes: int | None, max_unknown_fields: int | None, max_unknown_bytes: int | None) -> None:
     """Convert, validate and store AI-agent trajectories through the Storyline hub."""
-    if max_input_bytes is not None:
-        os.environ[LIMIT_ENV] = str(max_input_bytes)  # worker processes of corpus jobs inherit it
+    # Worker processes of corpus jobs inherit the environment, so the limits apply there too.
+    for env, value in ((LIMIT_ENV, max_input_bytes), (FIELDS_ENV, max_unknown_fields), (BYTES_ENV, max_unknown_bytes)):
+        if value is not None:
+            os.environ[env] = str(value)
 
 
 def main() -> None:

@@ -18,6 +18,7 @@ import orjson
 from mapc.engine import catalog, codecs, envelope, provenance, run, storyline
 from mapc.engine.checks import iter_check_problems
 from mapc.engine.compile import Program
+from mapc.engine.limits import Limits
 from mapc.engine.prepare import prepare
 from mapc.engine.problems import MapcError, Problem, in_document_order
 from mapc.engine.schema import compiled_validator
@@ -109,6 +110,8 @@ def forward_unit(program: Program, unit: Unit, path: str | None = None) -> list[
             for story in stories:
                 _recount(story)
         problems = [_output_problem(m.carrier, p) for m in mapped for p in storyline.check(m.story)]
+        limits = Limits.from_environment()
+        problems += [_output_problem(m.carrier, p) for m in mapped for p in limits.problems(m.story)]
         if problems:
             raise MapcError(problems)
         return stories
