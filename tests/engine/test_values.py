@@ -28,3 +28,14 @@ def test_json_type():
         "array",
         "object",
     ]
+
+
+def test_json_equal_looks_inside_equal_containers():
+    shared = {"a": [1, "x"]}
+    assert json_equal(shared, shared)
+    assert json_equal([shared, {"b": None}], [{"a": [1, "x"]}, {"b": None}])
+    assert not json_equal([{"a": [1, "x"]}], [{"a": [True, "x"]}])  # == in Python, not in JSON
+    assert not json_equal({"a": {"b": 1}}, {"a": {"b": 1.0}})
+    assert not json_equal({"a": 1}, {"b": 1})
+    assert not json_equal(["x", 2], ["x", 2, 3])
+    assert not json_equal(float("nan"), float("nan"))
