@@ -21,6 +21,7 @@ from __future__ import annotations
 import atexit
 import logging
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -63,6 +64,7 @@ def _fresh() -> Path:
 
 def _cluster() -> str:
     """A Ray of 2 CPUs on this machine, started once (untimed); its address."""
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # on 127.0.0.1 only (read when Ray is imported)
     try:
         import ray
     except ImportError:
@@ -73,7 +75,6 @@ def _cluster() -> str:
             include_dashboard=False,
             logging_level=logging.ERROR,
             log_to_driver=False,
-            _node_ip_address="127.0.0.1",
         )
         atexit.register(ray.shutdown)
         _ray.append(ray.get_runtime_context().gcs_address)

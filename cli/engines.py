@@ -28,6 +28,7 @@ import click
 
 ENGINES = ("local", "ray")
 CONNECT_TIMEOUT = 10.0
+LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": Ray's single-machine mode, on 127.0.0.1
 RAY_HINT = "the ray engine needs Ray, which is not installed: pip install 'mapc[ray]'"
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -138,6 +139,10 @@ def open_engine(name: str, address: str | None = None, workers: int | None = Non
             raise click.BadParameter("only the ray engine has an address: add --engine ray", param_hint="--address")
         yield LocalEngine(workers or os.cpu_count() or 1)
         return
+    if address is None and not os.environ.get("RAY_ADDRESS"):
+        # a Ray for this job only: on the loopback address, never on the machine's network interfaces
+        # (read by Ray when it is imported, and inherited by its processes)
+        os.environ.setdefault(LOOPBACK_ONLY, "0")
     ray = _import_ray()
     # Ray's driver starts its helpers with fork + exec, which never runs lance in the child
     warnings.filterwarnings("ignore", message="lance is not fork-safe", category=UserWarning)
@@ -153,8 +158,7 @@ def open_engine(name: str, address: str | None = None, workers: int | None = Non
             options["runtime_env"] = {"env_vars": settings}
         target = address or os.environ.get("RAY_ADDRESS")
         if target is None:
-            options["num_cpus"] = workers or os.cpu_count() or 1  # a local Ray for this job, on this machine only
-            options["_node_ip_address"] = "127.0.0.1"
+            options["num_cpus"] = workers or os.cpu_count() or 1  # a local Ray for this job
         else:
             _reachable(target)
         try:

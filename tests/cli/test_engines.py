@@ -105,10 +105,11 @@ def test_duplicates_across_chunks_are_reported_alike_and_write_nothing(tmp_path,
     assert not (tmp_path / "1").exists() and not (tmp_path / "2").exists()
 
 
-def test_files_over_the_input_limit_fail_unread_and_nothing_is_written(tmp_path, runner, small_chunks):
+def test_files_over_the_input_limit_fail_unread_and_nothing_is_written(tmp_path, runner, monkeypatch, small_chunks):
     corpus = mixed_corpus(tmp_path / "in")
     big = corpus / "fixtures" / "atif" / "multimodal_18.json"
     limit = str(big.stat().st_size - 1)
+    monkeypatch.setenv("MAPC_MAX_INPUT_BYTES", limit)  # the option sets it for the process: undone after the test
     args = ["--max-input-bytes", limit, "store", str(corpus), "--to"]
     results = [runner.invoke(cli, [*args, str(tmp_path / w), "--workers", w]) for w in ("1", "2")]
     assert [r.exit_code for r in results] == [1, 1]

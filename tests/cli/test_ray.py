@@ -7,6 +7,7 @@ Ray) and once in a subprocess through ``--address``.  Skipped only when Ray is n
 from __future__ import annotations
 
 import logging
+import os
 import re
 import subprocess
 import sys
@@ -18,13 +19,14 @@ from engine_corpus import mixed_corpus, snapshot
 from mapc.cli.main import cli
 from mapc.store import ingest
 
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # the module's Ray on 127.0.0.1 only (read on import)
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'mapc[ray]' for the ray engine tests")
 pytestmark = pytest.mark.filterwarnings("ignore:lance is not fork-safe")  # Ray forks and execs its helpers
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    """A local Ray for the module (this process's, if one is running); its GCS address."""
+    """A local Ray for the module (this process's, if one is running); its GCS address, on 127.0.0.1."""
     started = not ray.is_initialized()
     if started:
         ray.init(
@@ -32,7 +34,6 @@ def cluster():
             include_dashboard=False,
             logging_level=logging.ERROR,
             log_to_driver=False,
-            _node_ip_address="127.0.0.1",  # this machine only
         )
     yield ray.get_runtime_context().gcs_address
     if started:
