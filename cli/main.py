@@ -9,6 +9,7 @@ import click
 
 from mapc import __version__
 from mapc.cli.files import LIMIT_ENV
+from mapc.engine.duplicates import ENV as DUPLICATES_ENV
 from mapc.engine.limits import BYTES_ENV, FIELDS_ENV
 
 # command name -> "module:attribute"; imported only when the command runs, so `mapc run`
@@ -68,12 +69,39 @@ class LazyGroup(click.Group):
     metavar="N",
     help=f"Refuse a Storyline whose unknown fields exceed N bytes (REFERENCE §3). Env: {BYTES_ENV}.",
 )
-def cli(max_input_bytes: int | None, max_unknown_fields: int | None, max_unknown_bytes: int | None) -> None:
+@click.option(
+    "--reject-duplicate-keys",
+    is_flag=True,
+    help="Refuse JSON that repeats a key in one object (json.duplicate_key; costs a second parse).",
+)
+def cli(
+    max_input_bytes: int | None,
+    max_unknown_fields: int | None,
+    max_unknown_bytes: int | None,
+    reject_duplicate_keys: bool,
+) -> None:
     """Convert, validate and store AI-agent trajectories through the Storyline hub."""
-    # Worker processes of corpus jobs inherit the environment, so the limits apply there too.
-    for env, value in ((LIMIT_ENV, max_input_bytes), (FIELDS_ENV, max_unknown_fields), (BYTES_ENV, max_unknown_bytes)):
+    settings = {
+        LIMIT_ENV: max_input_bytes,
+        FIELDS_ENV: max_unknown_fields,
+        BYTES_ENV: max_unknown_bytes,
+        DUPLICATES_ENV: 1 if reject_duplicate_keys else None,
+    }
+    # The settings travel in the environment, so worker processes of corpus jobs apply them too;
+    # they are put back when the command ends (a caller running several commands in one process).
+    saved = {env: os.environ.get(env) for env in settings}
+    for env, value in settings.items():
         if value is not None:
             os.environ[env] = str(value)
+    click.get_current_context().call_on_close(lambda: _restore(saved))
+
+
+def _restore(saved: dict[str, str | None]) -> None:
+    for env, value in saved.items():
+        if value is None:
+            os.environ.pop(env, None)
+        else:
+            os.environ[env] = value
 
 
 def main() -> None:

@@ -13,8 +13,6 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
-import orjson
-
 from mapc.engine import catalog, codecs, envelope, provenance, run, storyline
 from mapc.engine.checks import iter_check_problems
 from mapc.engine.compile import Program
@@ -52,9 +50,9 @@ def read_units(data: bytes, *, jsonl: bool = False, rows: bool = False) -> list[
             if not line.strip():
                 continue
             try:
-                units.append(Unit(orjson.loads(line), line=n))
-            except orjson.JSONDecodeError as exc:
-                raise MapcError([Problem("json.invalid", "", f"not valid JSON: {exc}", line=n)]) from None
+                units.append(Unit(storyline.loads(line), line=n))
+            except MapcError as exc:
+                raise MapcError([p.on_line(n) for p in exc.problems]) from None
         if not units:
             raise MapcError.single("input.empty", "", "the file holds no records; it cannot be empty")
         return [Unit([u.document for u in units])] if rows else units

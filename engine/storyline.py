@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from mapc.engine import catalog, rules
+from mapc.engine import catalog, duplicates, rules
 from mapc.engine.problems import MapcError, Problem, in_document_order
 from mapc.engine.schema import compiled_validator
 
@@ -46,8 +46,14 @@ def check_all(stories: list[Any], prefix: bool) -> list[Problem]:
 
 
 def loads(data: bytes | str) -> Any:
-    """Parse JSON bytes with orjson, as a data problem when they are not JSON."""
+    """Parse JSON bytes with orjson, as a data problem when they are not JSON (or, when asked, hold a
+    key twice in one object: engine/duplicates.py)."""
     try:
-        return orjson.loads(data)
+        doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise MapcError.single("json.invalid", "", f"not valid JSON: {exc}") from None
+    if duplicates.enabled():
+        found = duplicates.problems(data)
+        if found:
+            raise MapcError(found)
+    return doc

@@ -48,3 +48,21 @@ def test_a_corpus_job_fails_only_the_files_over_the_limit(runner: CliRunner, tmp
 def test_the_limit_must_be_positive(runner: CliRunner) -> None:
     result = runner.invoke(cli, ["--max-input-bytes", "0", "validate", str(SUPPORT)])
     assert result.exit_code == 2
+
+
+def test_duplicate_keys_are_refused_when_asked(runner: CliRunner, tmp_path: Path) -> None:
+    path = tmp_path / "dup.json"
+    path.write_bytes(
+        b'{"schema_version":"storyline/v1","session":"a","session":"b","agent":{"id":"x","id":"y"},"turns":[]}'
+    )
+    assert runner.invoke(cli, ["validate", str(path)]).exit_code == 0  # JSON readers keep the last value
+    result = runner.invoke(cli, ["--reject-duplicate-keys", "validate", str(path)])
+    assert result.exit_code == 1
+    assert problem_lines(result.stderr, str(path)) == [
+        (None, "/session", "json.duplicate_key"),
+        (None, "/agent/id", "json.duplicate_key"),
+    ]
+    lines = tmp_path / "dup.jsonl"
+    lines.write_bytes(b'{"a": 1}\n' + path.read_bytes() + b"\n")
+    result = runner.invoke(cli, ["--reject-duplicate-keys", "validate", str(lines)])
+    assert ("2", "/session", "json.duplicate_key") in problem_lines(result.stderr, str(lines))
