@@ -495,7 +495,7 @@ def _write_env(row: dict[str, Any], env: dict[str, Any], tables: Any) -> None:
         head, _, rest = key.partition("/")
         value = (env.get(head) or {}).get(rest, MISSING) if rest else env.get(head, MISSING)
         if value is not MISSING and value is not None:
-            _set(row, ptr, value)
+            _set(row, _tokens(ptr), value)
 
 
 def _write_metrics(row: dict[str, Any], turn: dict[str, Any], tables: Any) -> None:
@@ -504,16 +504,15 @@ def _write_metrics(row: dict[str, Any], turn: dict[str, Any], tables: Any) -> No
         for key, value in metrics.items():
             if key in tables["env_state_not_metrics"]:
                 continue  # would be read back as env, not as a metric
-            _set(row, f"/{key}" if key in tables["row_metrics"] else f"/meta_json/env_state/{key}", value)
+            _set(row, (key,) if key in tables["row_metrics"] else ("meta_json", "env_state", key), value)
     state = _get(row, "/meta_json/env_state")
     state = state if type(state) is dict else {}
     for key, name in (("latency_ms", "total_latency_ms"), ("ttft_ms", "ttft_ms")):
         if turn.get(key) is not None and _whole_ms(state.get(name)) != turn[key]:
-            _set(row, f"/meta_json/env_state/{name}", turn[key])
+            _set(row, ("meta_json", "env_state", name), turn[key])
 
 
-def _set(row: dict[str, Any], ptr: str, value: Any) -> None:
-    tokens = pointer.parse(ptr)
+def _set(row: dict[str, Any], tokens: tuple[str, ...], value: Any) -> None:
     node = row
     for token in tokens[:-1]:
         node = node.setdefault(token, {})
