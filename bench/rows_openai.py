@@ -1,9 +1,10 @@
 """The OpenAI Messages rows: the orjson floor, and mapc's openai-msg spec forward and reverse.
 
 Data sets: `openai` (a generated corpus: sessions of several steps, each row with its full message
-history, tool calls with JSON-string arguments, env and metric keys; sessions interleaved) and
-`openai-storyline` (mapc's forward output of `openai`: the input of the reverse row).  There is no
-hand-written OpenAI converter to compare with; the floor is parsing and writing the same bytes.
+history, tool calls with JSON-string arguments, env and metric keys, an unknown row key) and
+`openai-storyline` (mapc's forward output of `openai`: the input of both reverse rows).  The baselines
+are the orjson floor and the hand-written converter (handwritten_openai.py), which gives the same
+Storylines and rows on this corpus (tests/bench/test_handwritten_openai.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+import handwritten_openai
 import orjson
 from harness import Sample, Work, bench, dataset, load
 
@@ -64,8 +66,6 @@ def _openai(mb: float, data_dir: Path) -> bytes:
         size += len(orjson.dumps(session))
         rows.extend(session)
         n += 1
-    # Interleave neighbouring sessions, as corpora written by several workers are.
-    rows.sort(key=lambda r: (int(r["session_id"][1:]) // 2, r["step_id"]))
     return orjson.dumps({"session_steps": rows})
 
 
@@ -75,16 +75,48 @@ def _openai_storyline(mb: float, data_dir: Path) -> bytes:
     return orjson.dumps(convert.into_storyline("openai-msg", load("openai", mb, data_dir).data))
 
 
-@bench("orjson loads+dumps openai (floor)", group="openai", data="openai", baseline="orjson loads+dumps openai (floor)")
+@bench("orjson loads+dumps openai (floor)", group="openai", data="openai", baseline="handwritten openai forward")
 def _orjson_floor(sample: Sample) -> Work:
     return lambda: orjson.dumps(orjson.loads(sample.data))
 
 
-@bench("mapc openai forward", group="openai", data="openai", baseline="orjson loads+dumps openai (floor)")
+@bench("handwritten openai forward", group="openai", data="openai", baseline="handwritten openai forward")
+def _handwritten_forward(sample: Sample) -> Work:
+    return lambda: handwritten_openai.forward_bytes(sample.data)
+
+
+@bench("handwritten openai reverse", group="openai", data="openai-storyline", baseline="handwritten openai forward")
+def _handwritten_reverse(sample: Sample) -> Work:
+    return lambda: handwritten_openai.reverse_bytes(sample.data)
+
+
+@bench("mapc openai forward (mapping only)", group="openai", data="openai", baseline="handwritten openai forward")
+def _mapc_forward_mapping(sample: Sample) -> Work:
+    from mapc.engine import catalog, run
+
+    program = catalog.program("openai-msg")
+    return lambda: orjson.dumps([m.story for m in run.forward(program, orjson.loads(sample.data))])
+
+
+@bench(
+    "mapc openai reverse (mapping only)", group="openai", data="openai-storyline", baseline="handwritten openai reverse"
+)
+def _mapc_reverse_mapping(sample: Sample) -> Work:
+    from mapc.engine import catalog, run
+
+    program = catalog.program("openai-msg")
+
+    def work() -> bytes:
+        return orjson.dumps(run.reverse(program, storyline.documents(orjson.loads(sample.data)))[0].document)
+
+    return work
+
+
+@bench("mapc openai forward", group="openai", data="openai", baseline="handwritten openai forward")
 def _mapc_forward(sample: Sample) -> Work:
     return lambda: orjson.dumps(convert.into_storyline("openai-msg", sample.data))
 
 
-@bench("mapc openai reverse", group="openai", data="openai-storyline", baseline="orjson loads+dumps openai (floor)")
+@bench("mapc openai reverse", group="openai", data="openai-storyline", baseline="handwritten openai reverse")
 def _mapc_reverse(sample: Sample) -> Work:
     return lambda: orjson.dumps(convert.from_storyline("openai-msg", storyline.documents(orjson.loads(sample.data))))
