@@ -8,7 +8,8 @@ Every row is written out here with the semantics its rule object defines (progra
 `Rule.value`, `Rule.reverse_value`, `Rule.reverse`), specialized for what the row says: chains become
 nested branches, the inputs a chain leaves unmapped are known per branch, and the guard that asks
 a computed row's reverse what it would write back is code too.  A row falls back to its rule
-object's method only where a value it reads may not be complete yet.
+object's method only in the rare shapes written out nowhere here (a guard reading a Storyline value
+that may not be complete yet, a write-back reading ``ctx.out``, a computed reverse with no target).
 
 Forward functions are ``f(src, dst, ctx, prefix, up, idx)``: the source element, the Storyline
 element being written, the run context, the escaped pointer of `src`, its ancestors and the
@@ -19,8 +20,11 @@ and the ancestors on either side.
 The guards (what the reverse of a value gives back) are decided once a scope's Storyline element
 is complete: a slot is reserved in ``ctx.checks`` where the rule runs, so what is kept lands in the
 residuals in rule order (run.py reads a slot as ``None``, or a ``(pointer, value)`` pair to keep).
-A write-back (``ctx.pending``) is ``(fn, want, out, oup, idx, story, parent)``: `fn` is a generated
-function that compares the rule's forward value over the restored source element with `want`.
+A write-back (``ctx.pending``) is ``(fn, want, out[, oup, idx[, story, parent]])``, run as
+``fn(entry, ctx, copies)`` once residuals are restored: `fn` is generated, and writes `want` back
+unless the rule's forward derives it from the restored source element again.  A fallback array
+(written back beside the array it stands in for) is made of copies of that array's elements when
+its scope's reverse writes nothing but its own element (`_twins`).
 """
 
 from __future__ import annotations
