@@ -43,6 +43,15 @@ def collect(node: Any, tokens: tuple[str | Var, ...]) -> list[tuple[Steps, Any]]
     return level
 
 
+def steps_path(steps: Steps) -> list[Any]:
+    """The keys and positions of `collect`'s steps, outermost first."""
+    out: list[Any] = []
+    while steps:
+        steps, key = steps
+        out.append(key)
+    return out[::-1]
+
+
 Find = Callable[[Any, tuple[str | Var, ...]], list[tuple[Steps, Any]]]
 
 

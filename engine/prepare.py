@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from mapc.engine import functions
-from mapc.engine.checks import collect
+from mapc.engine.checks import collect, steps_path
 from mapc.engine.problems import MapcError
 from mapc.engine.template import parse_template
-from mapc.engine.values import json_type
+from mapc.engine.values import json_type, replaced
 
 
 def prepare(steps: Any, doc: Any) -> Any:
@@ -26,23 +26,5 @@ def prepare(steps: Any, doc: Any) -> Any:
             raise MapcError.single("spec.unknown_function", "", f"unknown function {step['call']!r} in prepare")
         for found, value in collect(doc, template.tokens):
             if json_type(value) == step.get("when", json_type(value)):
-                doc = _replaced(doc, _tokens(found), fn.fn(value))
+                doc = replaced(doc, steps_path(found), fn.fn(value))
     return doc
-
-
-def _tokens(steps: Any) -> list[Any]:
-    out: list[Any] = []
-    while steps:
-        steps, key = steps
-        out.append(key)
-    return out[::-1]
-
-
-def _replaced(doc: Any, path: list[Any], value: Any) -> Any:
-    """A copy of `doc` (containers on `path` only) with `value` at `path`."""
-    if not path:
-        return value
-    head, rest = path[0], path[1:]
-    copy = list(doc) if type(doc) is list else dict(doc)
-    copy[head] = _replaced(doc[head], rest, value)
-    return copy

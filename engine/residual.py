@@ -197,3 +197,18 @@ def unknown_size(unknown_fields: Any) -> tuple[int, int]:
         for text, value in fields.items():
             n_bytes += _text_size(text) + _json_size(value)
     return n_fields, n_bytes
+
+
+def drop_nested(residual: dict[str, Any]) -> None:
+    """Drop residuals inside another residual: restoring the outer one gives them back."""
+    for key in [k for k in residual if _inside_another(k, residual)]:
+        del residual[key]
+
+
+def _inside_another(key: str, residual: dict[str, Any]) -> bool:
+    cut = key.rfind("/")
+    while cut > 0:
+        if key[:cut] in residual:
+            return True
+        cut = key.rfind("/", 0, cut)
+    return False

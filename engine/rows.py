@@ -31,13 +31,14 @@ from typing import Any
 import orjson
 
 from mapc.engine import functions, pointer
-from mapc.engine.checks import collect
+from mapc.engine.checks import collect, steps_path
 from mapc.engine.mapped import Mapped, Rebuilt
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.program import CONDITIONS
+from mapc.engine.residual import drop_nested
 from mapc.engine.spec import Consume, RowsSpec, Spec
 from mapc.engine.template import Template, Var, parse_template
-from mapc.engine.values import MISSING, is_empty, is_int, json_equal
+from mapc.engine.values import MISSING, is_empty, is_int, json_equal, replaced
 
 DEFAULT_PATH = "source.json"
 
@@ -77,7 +78,7 @@ def forward(spec: Spec, doc: Any, path: str | None) -> list[Mapped]:
         residual = {**root, **residual}
         residual.update(_unknown_keys(spec, group, story))
         _keep_order_keys(residual, members, groups, model, group)
-        _drop_nested(residual)
+        drop_nested(residual)
         if residual:
             story["unknown_fields"] = {
                 "sources": {spec.source: {"source_document_id": document_id, "fields": residual}}
@@ -131,24 +132,8 @@ def _decoded(row: Any, templates: tuple[Template, ...]) -> Any:
                     decoded = orjson.loads(value)
                 except orjson.JSONDecodeError:
                     continue
-                row = _replaced(row, _flat(steps), decoded)
+                row = replaced(row, steps_path(steps), decoded)
     return row
-
-
-def _flat(steps: Any) -> list[Any]:
-    out: list[Any] = []
-    while steps:
-        steps, key = steps
-        out.append(key)
-    return out[::-1]
-
-
-def _replaced(node: Any, path: list[Any], value: Any) -> Any:
-    if not path:
-        return value
-    copy = list(node) if type(node) is list else dict(node)
-    copy[path[0]] = _replaced(node[path[0]], path[1:], value)
-    return copy
 
 
 def _groups(rows: list[Any], model: RowsSpec, at: str) -> list[list[int]]:
@@ -223,7 +208,7 @@ def _unknown_keys(spec: Spec, group: Group, story: dict[str, Any]) -> dict[str, 
             continue  # the document root: its keys are handled with the rows
         for r, row in group.rows:
             for steps, obj in collect(row, template.tokens[2:]):
-                path = [r, *_flat(steps)]
+                path = [r, *steps_path(steps)]
                 if type(obj) is not dict:
                     if obj is not None:
                         out[pointer.join(group.at, *path)] = obj
@@ -263,21 +248,6 @@ def _value(ref: Any, bindings: dict[str, Any], group: Group, story: dict[str, An
             if found is not MISSING and found is not None:
                 return found
     return MISSING
-
-
-def _drop_nested(residual: dict[str, Any]) -> None:
-    """Drop residuals inside another residual: restoring the outer one gives them back."""
-    for key in [k for k in residual if _inside_another(k, residual)]:
-        del residual[key]
-
-
-def _inside_another(key: str, residual: dict[str, Any]) -> bool:
-    cut = key.rfind("/")
-    while cut > 0:
-        if key[:cut] in residual:
-            return True
-        cut = key.rfind("/", 0, cut)
-    return False
 
 
 def _keep_order_keys(

@@ -25,7 +25,7 @@ from mapc.engine import pointer, rows
 from mapc.engine.mapped import Mapped, Rebuilt
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.program import Context, Frame, Program, Rule, get_in, pointer_text, put_in
-from mapc.engine.residual import count_keys
+from mapc.engine.residual import count_keys, drop_nested
 from mapc.engine.values import MISSING, json_equal
 from mapc.engine.views import document_id
 
@@ -177,22 +177,7 @@ def _keep_what_the_reverse_loses(ctx: Context) -> None:
     ctx.out = None
     if ctx.mirrors:
         _mirror_residuals(ctx.residual, ctx.mirrors)
-    _drop_nested(ctx.residual)
-
-
-def _drop_nested(residual: dict[str, Any]) -> None:
-    """Drop residuals inside another residual: restoring the outer one gives them back."""
-    for key in [k for k in residual if _has_kept_ancestor(k, residual)]:
-        del residual[key]
-
-
-def _has_kept_ancestor(key: str, residual: dict[str, Any]) -> bool:
-    cut = key.rfind("/")
-    while cut > 0:
-        if key[:cut] in residual:
-            return True
-        cut = key.rfind("/", 0, cut)
-    return False
+    drop_nested(ctx.residual)
 
 
 def _mirror_residuals(residual: dict[str, Any], mirrors: dict[str, str]) -> None:

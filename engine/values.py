@@ -108,3 +108,13 @@ def json_equal(a: Any, b: Any) -> bool:
 def is_empty(value: Any) -> bool:
     """The RFCs' "empty" values: absent, null, ``""``, ``{}`` and ``[]``."""
     return value is MISSING or value is None or (type(value) in (str, dict, list) and not value)
+
+
+def replaced(node: Any, path: list[Any], value: Any) -> Any:
+    """A copy of `node` with `value` at `path` (keys and positions); only the containers on the path
+    are copied, so the input is left as it was."""
+    if not path:
+        return value
+    copy = list(node) if type(node) is list else dict(node)
+    copy[path[0]] = replaced(node[path[0]], path[1:], value)
+    return copy
