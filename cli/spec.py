@@ -12,8 +12,10 @@ import orjson
 
 from mapc.cli.files import is_jsonl, read_bytes
 from mapc.cli.output import dump_json, fail_on
+from mapc.cli.render import report
 from mapc.engine import catalog
-from mapc.engine.problems import Problem
+from mapc.engine.problems import MapcError, Problem
+from mapc.engine.spec import read_spec_text
 from mapc.engine.values import MISSING
 
 
@@ -23,12 +25,13 @@ def _spec_text(spec: str) -> tuple[str, str]:
         resource = importlib.resources.files("mapc.mappings").joinpath(f"{spec}.yaml")
         return f"{spec}.yaml", resource.read_text(encoding="utf-8")
     try:
-        return spec, Path(spec).read_text(encoding="utf-8")
-    except OSError as exc:
+        return spec, read_spec_text(Path(spec))
+    except MapcError as exc:
+        if exc.problems[0].code != "spec.not_found":  # readable, but not UTF-8: a data problem
+            report(spec, exc.problems)
+            sys.exit(1)
         known = ", ".join(catalog.shipped_names())
-        raise click.BadParameter(
-            f"cannot read {spec}: {exc.strerror or exc} (built-in specs: {known})", param_hint="SPEC"
-        ) from None
+        raise click.BadParameter(f"{exc.problems[0].message} (built-in specs: {known})", param_hint="SPEC") from None
 
 
 def _lint_line(problem: Problem, file: str) -> str:

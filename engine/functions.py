@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mapc.engine import canonical, views
+from mapc.engine.problems import MapcError
 from mapc.engine.values import MISSING
 
 
@@ -42,9 +43,12 @@ def register(name: str, arity: int) -> Callable[[Callable[..., Any]], Callable[.
 
 
 def lookup(name: str) -> Function | None:
-    """The registered function called `name`, if any."""
+    """The registered function called `name`, if any (a spec may name anything: a name that is
+    not a string, or the registry's own ``__…`` entry, is no function)."""
     if not REGISTRY.get("__formats_loaded__"):
         _load_format_functions()
+    if type(name) is not str or name.startswith("__"):
+        return None
     return REGISTRY.get(name)
 
 
@@ -99,5 +103,12 @@ def effective_kind(src: Any, tool_calls: Any) -> str:
 
 @register("blake3_document_id", 1)
 def blake3_document_id(document: Any) -> str:
-    """BLAKE3-256 hex of the canonical JSON of a whole source document (REFERENCE.md §3)."""
-    return canonical.document_id(document)
+    """BLAKE3-256 hex of the canonical JSON of a whole source document (REFERENCE.md §3).
+
+    A document that is not JSON (NaN, an integer no f64 holds, a lone surrogate, a non-string
+    key: only a Python caller can hand such values over) is ``json.invalid``.
+    """
+    try:
+        return canonical.document_id(document)
+    except (ValueError, TypeError) as exc:
+        raise MapcError.single("json.invalid", "", f"the document is not JSON and has no document id: {exc}") from None

@@ -40,13 +40,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from mapc.engine import functions, pointer
 from mapc.engine.compile import compile_spec
 from mapc.engine.problems import MapcError, Problem, SpecLocation
 from mapc.engine.schema import compiled_validator, load_schema
-from mapc.engine.spec import RuleSpec, Spec, _Located, load_spec
+from mapc.engine.spec import RuleSpec, Spec, _Located, load_spec, parse_yaml, read_spec_text
 from mapc.engine.template import Template, Var
 
 SPEC_SCHEMA = "mapping-spec"
@@ -58,18 +56,8 @@ _FREE = object()  # a schema node that holds any JSON: every pointer below it is
 def lint_path(path: str | Path, text: str | None = None) -> list[Problem]:
     """Every problem of the spec file at `path` (or `text` named by `path`), in file order."""
     path = Path(path)
-    file = path.name
-    if text is None:
-        text = path.read_text(encoding="utf-8")
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = SpecLocation(file, mark.line + 1, mark.column + 1) if mark else SpecLocation(file, 1, 1)
-        return [Problem("spec.yaml", "", f"not valid YAML: {exc}", at)]
-    located = _Located(file)
-    try:
-        data = located.build(node) if node is not None else None
+        data, located = parse_yaml(path.name, read_spec_text(path) if text is None else text)
     except MapcError as exc:
         return list(exc.problems)
     problems = list(_schema_problems(data, located))

@@ -211,8 +211,19 @@ class ReferenceValidator:
 # --- loading and caching ---------------------------------------------------------------
 
 
+_SCHEMA_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
 def load_schema(name: str) -> dict[str, Any]:
-    """The shipped schema ``schemas/<name>.schema.json`` (a fresh dict on every call)."""
+    """The shipped schema ``schemas/<name>.schema.json`` (a fresh dict on every call).
+
+    `name` is a plain name, never a path: a spec's `input_schema` cannot reach a file outside
+    the shipped schemas (``../x`` or ``/tmp/x`` is not found).
+    """
+    if type(name) is not str or not _SCHEMA_NAME.fullmatch(name) or ".." in name:
+        raise MapcError.single(
+            "schema.not_found", "", f"no shipped schema named {name!r} (a schema is named, not a path)"
+        )
     resource = importlib.resources.files("mapc.schemas").joinpath(f"{name}.schema.json")
     try:
         text = resource.read_text(encoding="utf-8")

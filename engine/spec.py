@@ -8,6 +8,7 @@ file, line and column; `compile.py` then turns a `Spec` into runnable programs.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TypeAlias
@@ -20,6 +21,7 @@ from mapc.engine.select import compile_selections
 from mapc.engine.template import Template, parse_template
 from mapc.engine.values import MISSING
 
+SPEC_SCHEMA = "mapping-spec"  # schemas/mapping-spec.schema.json: the shape of a spec file
 CONDITIONS = ("nonempty", "text", "integer", "number", "string", "object", "array", "boolean")
 CHECK_KINDS = (
     "nonempty",
@@ -236,10 +238,60 @@ class Spec:
 
 
 MAX_SPEC_NODES = 200_000  # far above any real spec (the shipped ones have a few thousand values)
+MAX_SPEC_DEPTH = 64  # levels of YAML nesting; the shipped specs have at most seven
 _MERGE = "tag:yaml.org,2002:merge"
 _YAML_TAGS = frozenset(
     f"tag:yaml.org,2002:{t}" for t in ("map", "seq", "str", "int", "float", "bool", "null", "merge", "timestamp")
 )
+
+
+class _DepthLimitedLoader(yaml.SafeLoader):
+    """The safe loader, refusing to compose nodes nested deeper than `MAX_SPEC_DEPTH`: its composer
+    recurses once per level, so a deeply nested file would otherwise exhaust Python's stack."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        self.depth += 1
+        try:
+            if self.depth > MAX_SPEC_DEPTH:
+                mark = self.peek_event().start_mark
+                raise yaml.composer.ComposerError(None, None, f"nested more than {MAX_SPEC_DEPTH} levels deep", mark)
+            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+        finally:
+            self.depth -= 1
+
+
+def read_spec_text(path: Path) -> str:
+    """The text of the spec file at `path`: ``spec.not_found`` when it cannot be read,
+    ``spec.yaml`` when it is not UTF-8."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise MapcError.single("spec.not_found", "", f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        where = SpecLocation(path.name, 1, 1)
+        raise MapcError(
+            [Problem("spec.yaml", "", f"not UTF-8 text: {exc.reason} at byte {exc.start}", where)]
+        ) from None
+
+
+def parse_yaml(file: str, text: str) -> tuple[Any, _Located]:
+    """The plain data of spec text and where each of its nodes stands; MapcError (``spec.yaml``,
+    ``spec.duplicate_key``) for text that is not plain YAML data."""
+    try:
+        node = yaml.compose(text, Loader=_DepthLimitedLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = SpecLocation(file, mark.line + 1, mark.column + 1) if mark else SpecLocation(file, 1, 1)
+        what = getattr(exc, "problem", None) or str(exc)
+        raise MapcError([Problem("spec.yaml", "", f"not valid YAML: {what}", where)]) from None
+    located = _Located(file)
+    return (located.build(node) if node is not None else None), located
 
 
 class _Located:
@@ -249,6 +301,7 @@ class _Located:
         self.file = file
         self.marks: dict[tuple[Any, ...], tuple[int, int]] = {}
         self.budget = MAX_SPEC_NODES
+        self.open: set[int] = set()  # the collections being built: an alias to one of them is a cycle
 
     def build(self, node: yaml.Node, path: tuple[Any, ...] = ()) -> Any:
         self.marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
@@ -257,6 +310,28 @@ class _Located:
             self.fail(node, f"the spec expands to more than {MAX_SPEC_NODES} values (aliases nested too deep?)")
         if node.tag not in _YAML_TAGS:
             self.fail(node, f"YAML tag {node.tag!r} is not allowed in a spec (only plain YAML data)")
+        if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+            if id(node) in self.open:
+                self.fail(node, "an alias refers to a node that contains it")
+            self.open.add(id(node))
+            try:
+                return self._collection(node, path)
+            finally:
+                self.open.discard(id(node))
+        try:
+            value = yaml.SafeLoader("").construct_object(node)  # safe scalars: no Python objects
+        except yaml.YAMLError as exc:
+            self.fail(node, f"not a plain YAML value: {getattr(exc, 'problem', None) or exc}")
+        if type(value) is float and not math.isfinite(value):  # .nan, .inf: no JSON number
+            self.fail(node, f"{node.value!r} is not a JSON number")
+        if type(value) is str and not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                self.fail(node, "a string with a lone surrogate is not valid Unicode")
+        return value
+
+    def _collection(self, node: yaml.Node, path: tuple[Any, ...]) -> Any:
         if isinstance(node, yaml.MappingNode):
             out: dict[Any, Any] = {}
             merged: dict[Any, Any] = {}
@@ -269,21 +344,37 @@ class _Located:
                         merged.update({k: v for k, v in value.items() if k not in merged})
                     continue
                 key = self.build(key_node, (*path, "<key>"))
+                if type(key) in (list, dict):
+                    self.fail(key_node, "a mapping key is a plain value, not a mapping or a list")
                 if key in out:
                     line = key_node.start_mark.line + 1
                     raise MapcError.single("spec.duplicate_key", "", f"{self.file}:{line}: duplicate key {key!r}")
                 out[key] = self.build(value_node, (*path, key))
             return {**{k: v for k, v in merged.items() if k not in out}, **out}
-        if isinstance(node, yaml.SequenceNode):
-            return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
-        try:
-            return yaml.SafeLoader("").construct_object(node)  # safe scalars: no Python objects
-        except yaml.YAMLError as exc:
-            self.fail(node, f"not a plain YAML value: {getattr(exc, 'problem', None) or exc}")
+        return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
 
     def fail(self, node: yaml.Node, message: str) -> NoReturn:
         line, column = node.start_mark.line + 1, node.start_mark.column + 1
         raise MapcError([Problem("spec.yaml", "", message, SpecLocation(self.file, line, column))])
+
+    @staticmethod
+    def path_of(data: Any, text: str) -> tuple[Any, ...]:
+        """The path (list positions as ints) in the YAML data of a JSON Pointer into it."""
+        path: list[Any] = []
+        node = data
+        for token in [t.replace("~1", "/").replace("~0", "~") for t in text.split("/")[1:]] if text else []:
+            if type(node) is list and token.isdigit() and int(token) < len(node):
+                key: Any = int(token)
+            elif type(node) is dict:
+                key = next((k for k in node if str(k) == token), token)
+            else:
+                path.append(token)
+                break
+            path.append(key)
+            if type(node) is dict and key not in node:
+                break
+            node = node[key]
+        return tuple(path)
 
     def at(self, *path: Any, rule: str = "") -> SpecLocation:
         while path and path not in self.marks:
@@ -295,27 +386,31 @@ class _Located:
 def load_spec(path: str | Path, text: str | None = None) -> Spec:
     """Load and shape-check the spec at `path` (or `text` named by `path`); raise MapcError."""
     path = Path(path)
-    file = path.name
-    if text is None:
-        text = path.read_text(encoding="utf-8")
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = SpecLocation(file, mark.line + 1, mark.column + 1) if mark else SpecLocation(file, 1, 1)
-        what = getattr(exc, "problem", None) or str(exc)
-        raise MapcError([Problem("spec.yaml", "", f"not valid YAML: {what}", where)], source=str(path)) from None
-    located = _Located(file)
-    try:
-        data = located.build(node) if node is not None else None
+        data, located = parse_yaml(path.name, read_spec_text(path) if text is None else text)
     except MapcError as exc:
         raise MapcError(exc.problems, source=str(path)) from None
     problems: list[Problem] = []
-    spec = _SpecReader(located, problems).read(data, str(path))
+    try:
+        spec = _SpecReader(located, problems).read(data, str(path))
+    except (AttributeError, TypeError, ValueError, KeyError, IndexError):
+        # The reader met a value of a shape it does not expect: the schema says which, and where.
+        if not (problems := _shape_problems(data, located)):
+            raise
     if problems:
         raise MapcError(problems, source=str(path))
     assert spec is not None
     return spec
+
+
+def _shape_problems(data: Any, located: _Located) -> list[Problem]:
+    """Where `data` breaks `schemas/mapping-spec.schema.json`, as ``spec.invalid`` problems."""
+    from mapc.engine.schema import compiled_validator
+
+    return [
+        Problem("spec.invalid", p.pointer, f"{p.message} ({p.code})", located.at(*located.path_of(data, p.pointer)))
+        for p in compiled_validator(SPEC_SCHEMA).iter_problems(data)
+    ]
 
 
 class _SpecReader:
@@ -541,6 +636,13 @@ class _SpecReader:
         if raw_to is None:
             self.fail("a rule needs `to`", *path)
             return None
+        if raw_to == [] and index >= 0:
+            self.fail("`to` is a pointer or a non-empty list of pointers", *path, "to")
+            return None
+        for key in ("call", "reverse_call", "write_back_call"):
+            if key in item and not isinstance(item[key], str):
+                self.fail(f"`{key}` names a registered function (a string), got {item[key]!r}", *path, key)
+                return None
         to_list = raw_to if isinstance(raw_to, list) else [raw_to]
         targets = [self.template(t, *path, "to") for t in to_list]
         when = item.get("when")
@@ -587,6 +689,9 @@ class _SpecReader:
             return None
         args = self.refs(item.get("args", []), *path, "args")
         raw_to = item["to"] if isinstance(item["to"], list) else [item["to"]]
+        if not raw_to:
+            self.fail("`reverse.to` is a pointer or a non-empty list of pointers", *path, "to")
+            return None
         targets = [self.template(t, *path, "to") for t in raw_to]
         if None in args or None in targets:
             return None
@@ -604,6 +709,9 @@ class _SpecReader:
             self.fail(f"a check has exactly one of {', '.join(CHECK_KINDS)}", *path)
             return None
         kind = kinds[0]
+        if kind == "call" and not isinstance(item["call"], str):
+            self.fail(f"`call` names a registered function (a string), got {item['call']!r}", *path, "call")
+            return None
         if kind in _CHECK_AT and "at" not in item:
             self.fail(f"a {kind} check names what it checks with `at`", *path)
             return None
