@@ -65,8 +65,10 @@ def _lost_in_hop(program: Program, doc: Rebuilt, target: str, export: Export, re
         hop = export(target, [m.story for m in doc.stories])
         data = hop.encode() if isinstance(hop, str) else orjson.dumps(hop)
         again = run.reverse(program, read(target, data))
-    except MapcError:
-        return {}  # the export itself will say why
+    except (MapcError, orjson.JSONEncodeError):
+        # The export itself will say why; or it holds what JSON cannot (a lone surrogate, an
+        # integer beyond 64 bits, nesting orjson does not write), which only a Python caller hands over.
+        return {}
     if len(again) != 1:
         return {}
     return dict(diff(doc.document, again[0].document, ""))

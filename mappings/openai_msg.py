@@ -469,8 +469,14 @@ def _tool_messages(turn: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _encoded(value: Any) -> str:
     """Tool-call arguments as the export writes them: compact JSON with sorted keys, so Storylines
-    equal as JSON give equal rows."""
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    equal as JSON give equal rows.  Arguments orjson cannot write (nested more than 254 levels, or,
+    from a Python caller, an integer beyond 64 bits or a lone surrogate) are export.unrepresentable."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except orjson.JSONEncodeError as exc:
+        raise MapcError.single(
+            "export.unrepresentable", "", f"tool call arguments that cannot be written as JSON text: {exc}"
+        ) from None
 
 
 def _call(call: dict[str, Any]) -> dict[str, Any]:
