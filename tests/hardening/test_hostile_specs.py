@@ -20,14 +20,6 @@ from mapc.engine.catalog import program
 from mapc.engine.problems import MapcError
 from mapc.engine.spec import MAX_SPEC_DEPTH, MAX_SPEC_NODES, load_spec
 
-
-@pytest.fixture(autouse=True)
-def _no_input_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`mapc --max-input-bytes` sets MAPC_MAX_INPUT_BYTES in this process's environment, so a test
-    that ran before may have left a limit behind."""
-    monkeypatch.delenv("MAPC_MAX_INPUT_BYTES", raising=False)
-
-
 HEAD = "name: evil\nsource: evil\n"
 RULES = "rules:\n  - {from: /session_id, to: /session}\n  - {from: /agent, to: /agent/id}\n"
 LOCATED = re.compile(r"\.yaml:\d+:\d+")  # file:line:column
