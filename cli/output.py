@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,7 +19,21 @@ from mapc.engine.problems import MapcError
 
 def dump_json(value: Any) -> bytes:
     """Pretty JSON (2-space indent) with a trailing newline."""
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n"
+    return _pretty(value) + b"\n"
+
+
+def _pretty(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2)
+    except orjson.JSONEncodeError:
+        # orjson writes 254 levels of nesting but reads 1,024: what mapc read, it writes, with the
+        # standard library (the same layout) and room for the depth JSON parsing allows.
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, 5_000))
+        try:
+            return json.dumps(value, indent=2, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        finally:
+            sys.setrecursionlimit(limit)
 
 
 def json_chunks(documents: Iterator[Any]) -> Iterator[bytes]:
@@ -43,7 +58,7 @@ _NONE = object()
 
 
 def _item(document: Any) -> bytes:
-    return b"  " + orjson.dumps(document, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n  ")
+    return b"  " + _pretty(document).replace(b"\n", b"\n  ")
 
 
 def document_bytes(document: Any) -> bytes:
