@@ -64,7 +64,10 @@ def write_chunks(path: str, chunks: Iterator[bytes]) -> None:
     """Write `chunks` to `path` through a temporary file renamed into place once all are written;
     if making them fails, the temporary file is removed and `path` is left as it was."""
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    except OSError as exc:
+        raise _unwritable(path, exc) from None
     try:
         with os.fdopen(fd, "wb") as out:
             for chunk in chunks:
@@ -93,7 +96,15 @@ def write_bytes(path: str | None, data: bytes) -> None:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
         return
-    write_atomically(Path(path), data)
+    try:
+        write_atomically(Path(path), data)
+    except OSError as exc:
+        raise _unwritable(path, exc) from None
+
+
+def _unwritable(path: str, exc: OSError) -> click.BadParameter:
+    """An output that cannot be written (no such directory, no permission) is a usage error."""
+    return click.BadParameter(f"cannot write {path}: {exc.strerror or exc}", param_hint="-o")
 
 
 def write_atomically(target: Path, data: bytes) -> None:

@@ -259,3 +259,10 @@ def test_installed_console_script(tmp_path: Path) -> None:
     done = subprocess.run([str(mapc), "run", "atif", str(bad)], capture_output=True, check=False, timeout=60)
     assert done.returncode == 1
     assert done.stderr.decode() == f"{bad}: /: the array cannot be empty [input.empty]\n"
+
+
+def test_an_output_that_cannot_be_written_is_a_usage_error(runner, tmp_path):
+    target = tmp_path / "missing" / "out.json"
+    result = runner.invoke(cli, ["run", "atif", str(FIXTURES / "atif" / "sparse_13.json"), "-o", str(target)])
+    assert result.exit_code == 2
+    assert "cannot write" in result.stderr and "Traceback" not in result.output
