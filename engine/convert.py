@@ -155,7 +155,7 @@ def into_storyline(fmt: str, data: bytes, *, jsonl: bool = False, path: str | No
     """Every Storyline in the file `data` of format `fmt`, validated; MapcError on bad input.
 
     `path` is the file's path relative to the corpus it belongs to: formats that name their
-    documents by path (OpenAI corpora) use it, and reject an absolute one or one with `..`."""
+    documents by path (row corpora) use it, and reject an absolute one or one with `..`."""
     codec = codecs.lookup(fmt)
     if codec is not None:  # a format that is not JSON: its own reader, then the hub's checks
         decoded = codec.decode(data, path)

@@ -77,7 +77,7 @@ def _relocate(problem: Problem, data: Any, located: _Located) -> Problem:
     if not problem.pointer.startswith("/"):
         return problem
     rule = problem.spec_at.rule if problem.spec_at else ""
-    at = located.at(*_located_path(data, problem.pointer), rule=rule)
+    at = located.at(*_Located.path_of(data, problem.pointer), rule=rule)
     return Problem(problem.code, problem.pointer, problem.message, at)
 
 
@@ -91,28 +91,9 @@ def _in_file_order(problems: list[Problem]) -> list[Problem]:
 
 def _schema_problems(data: Any, located: _Located) -> Iterator[Problem]:
     for problem in compiled_validator(SPEC_SCHEMA).iter_problems(data):
-        path = _located_path(data, problem.pointer)
+        path = _Located.path_of(data, problem.pointer)
         message = f"{problem.message} (schemas/{SPEC_SCHEMA}.schema.json: {problem.code})"
         yield Problem("lint.schema", problem.pointer, message, located.at(*path))
-
-
-def _located_path(data: Any, text: str) -> tuple[Any, ...]:
-    """The `_Located` path of a pointer into the YAML data (list positions as ints)."""
-    path: list[Any] = []
-    node = data
-    for token in pointer.parse(text):
-        if type(node) is list and token.isdigit() and int(token) < len(node):
-            key: Any = int(token)
-        elif type(node) is dict:
-            key = next((k for k in node if str(k) == token), token)
-        else:
-            path.append(token)
-            break
-        path.append(key)
-        if type(node) is dict and key not in node:
-            break
-        node = node[key]
-    return tuple(path)
 
 
 # --- the analysis --------------------------------------------------------------------------
