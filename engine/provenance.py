@@ -1,12 +1,12 @@
 """Keep a document whole through a hop: what format B cannot say about A's document rides along.
 
-A Storyline made from format A and exported to format B loses what B has no place for (a user
-turn in a format whose turns are all the agent's, a task field in a format of rows…).  Before the
-export, the hop is tried: A's document is rebuilt from the Storylines, and again from what B → Storyline would give back;
-every value that differs becomes one more residual of source A, at its pointer in A's document.
-Residuals of a source other than the target travel in B's `_storyline` envelope, and A's reverse
-puts residuals back over what it rebuilds — so A → B → A gives A's document back, while B's
-own values stay what B says.  A value the hop adds where A had none cannot be removed by a
+A Storyline made from format A and exported to format B loses what B has no place for (a user turn
+in a format whose turns are all the agent's, a task field in a format of rows…). Before the export,
+the hop is tried: A's document is rebuilt from the Storylines, and again from what B → Storyline
+would give back; every value that differs becomes one more residual of source A, at its pointer in
+A's document. Residuals of a source other than the target travel in B's `_storyline` envelope, and
+A's reverse puts residuals back over what it rebuilds — so A → B → A gives A's document back, while
+B's own values stay what B says. A value the hop adds where A had none cannot be removed by a
 residual, so the nearest enclosing object is kept whole instead (the whole document, pointer "",
 when the hop adds a key at its root).
 """
