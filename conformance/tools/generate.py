@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import copy
 import datetime
+import functools
 import json
 import sys
 from pathlib import Path
@@ -569,8 +570,9 @@ def atif_unknown_fields() -> list[dict]:
     return cases
 
 
-def atif_fixture_round_trips() -> list[dict]:
-    fixtures = sorted((REPO / "tests" / "data" / "fixtures" / "atif").glob("*.json"))
+def fixture_round_trips(fmt: str) -> list[dict]:
+    """GetPut and validity of the shared fixtures of `fmt` (tests/data/fixtures/FMT)."""
+    fixtures = sorted((REPO / "tests" / "data" / "fixtures" / fmt).glob("*.json"))
     tests = []
     for f in fixtures:
         rel = Path("..", "..", f.relative_to(REPO)).as_posix()
@@ -580,8 +582,8 @@ def atif_fixture_round_trips() -> list[dict]:
         for f, t in zip(fixtures, tests, strict=True)
     ]
     return [
-        case("GetPut: reverse(forward(x)) == x on the shared fixtures", "atif", "convert", tests, to="atif"),
-        case("the shared fixtures are valid", "atif", "validate", valid_tests),
+        case("GetPut: reverse(forward(x)) == x on the shared fixtures", fmt, "convert", tests, to=fmt),
+        case("the shared fixtures are valid", fmt, "validate", valid_tests),
     ]
 
 
@@ -764,22 +766,6 @@ def actf_unknown_fields() -> list[dict]:
         )
         cases.append(case(f"unknown keys of the {name} are restored by pointer", "actf", "convert", trips, to="actf"))
     return cases
-
-
-def actf_fixture_round_trips() -> list[dict]:
-    fixtures = sorted((REPO / "tests" / "data" / "fixtures" / "actf").glob("*.json"))
-    tests = []
-    for f in fixtures:
-        rel = Path("..", "..", f.relative_to(REPO)).as_posix()
-        tests.append({"description": f.name, "input_file": rel, "output_file": rel})
-    valid_tests = [
-        {"description": f.name, "input_file": t["input_file"], "valid": True}
-        for f, t in zip(fixtures, tests, strict=True)
-    ]
-    return [
-        case("GetPut: reverse(forward(x)) == x on the shared fixtures", "actf", "convert", tests, to="actf"),
-        case("the shared fixtures are valid", "actf", "validate", valid_tests),
-    ]
 
 
 # --- detection -----------------------------------------------------------------------------
@@ -1202,11 +1188,11 @@ FILES = {
     "pointer/unknown_field_keys.json": pointer_unknown_field_keys,
     "atif/timestamps.json": atif_timestamps,
     "atif/unknown_fields.json": atif_unknown_fields,
-    "atif/fixtures.json": atif_fixture_round_trips,
+    "atif/fixtures.json": functools.partial(fixture_round_trips, "atif"),
     "atif/export_timestamps.json": atif_export_timestamps,
     "actf/timestamps.json": actf_timestamps,
     "actf/unknown_fields.json": actf_unknown_fields,
-    "actf/fixtures.json": actf_fixture_round_trips,
+    "actf/fixtures.json": functools.partial(fixture_round_trips, "actf"),
     "detect/paths.json": detect_paths,
     "detect/content.json": detect_content,
     "detect/order.json": detect_order,
