@@ -9,6 +9,7 @@ file, line and column; `compile.py` then turns a `Spec` into runnable programs.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TypeAlias
@@ -237,6 +238,9 @@ class Spec:
 # --- YAML with locations -------------------------------------------------------------------
 
 
+MAX_NAME = 64  # characters of a spec name (a format name: it is part of output file names)
+SPEC_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", re.ASCII)  # MAX_NAME characters
+MAX_SPEC_INT = 2**64  # integers in a spec are JSON numbers a 64-bit reader takes: -2**63 ≤ n < 2**64
 MAX_SPEC_NODES = 200_000  # far above any real spec (the shipped ones have a few thousand values)
 MAX_SPEC_DEPTH = 64  # levels of YAML nesting; the shipped specs have at most seven
 _MERGE = "tag:yaml.org,2002:merge"
@@ -294,6 +298,10 @@ def parse_yaml(file: str, text: str) -> tuple[Any, _Located]:
     return (located.build(node) if node is not None else None), located
 
 
+def _short(text: str) -> str:
+    return text if len(text) <= 40 else f"{text[:20]}…{text[-8:]} ({len(text)} characters)"
+
+
 class _Located:
     """Plain Python data from YAML plus the (line, column) of every node, keyed by its path."""
 
@@ -322,6 +330,10 @@ class _Located:
             value = yaml.SafeLoader("").construct_object(node)  # safe scalars: no Python objects
         except yaml.YAMLError as exc:
             self.fail(node, f"not a plain YAML value: {getattr(exc, 'problem', None) or exc}")
+        except ValueError:  # int(): more digits than Python converts (sys.get_int_max_str_digits)
+            self.fail(node, f"an integer of {len(node.value)} characters is beyond the JSON range of a spec")
+        if type(value) is int and not -(2**63) <= value < MAX_SPEC_INT:
+            self.fail(node, f"the integer {_short(node.value)} is beyond the JSON range of a spec (64 bits)")
         if type(value) is float and not math.isfinite(value):  # .nan, .inf: no JSON number
             self.fail(node, f"{node.value!r} is not a JSON number")
         if type(value) is str and not value.isascii():
@@ -390,6 +402,14 @@ def load_spec(path: str | Path, text: str | None = None) -> Spec:
         data, located = parse_yaml(path.name, read_spec_text(path) if text is None else text)
     except MapcError as exc:
         raise MapcError(exc.problems, source=str(path)) from None
+    return spec_from_data(data, path, located)
+
+
+def spec_from_data(data: Any, path: str | Path, located: _Located | None = None) -> Spec:
+    """The `Spec` of plain spec data (as YAML gives it) named by `path`; raise MapcError.  Without
+    `located` (where each value stands in the file) problems are placed at line 1, column 1."""
+    path = Path(path)
+    located = _Located(path.name) if located is None else located
     problems: list[Problem] = []
     try:
         spec = _SpecReader(located, problems).read(data, str(path))
@@ -491,6 +511,12 @@ class _SpecReader:
         name = data.get("name")
         if not isinstance(name, str) or not name:
             self.fail("`name` must be a non-empty string", "name")
+            name = "?"
+        elif not SPEC_NAME.fullmatch(name):
+            # The name becomes part of file names (outputs, `<mapc NAME.yaml>` in tracebacks).
+            shown = repr(name) if len(name) <= 80 else f"{name[:40]!r}… ({len(name)} characters)"
+            rule = f"1 to {MAX_NAME} letters, digits, '.', '_' or '-', starting with a letter or digit"
+            self.fail(f"`name` {shown} must be {rule}", "name")
             name = "?"
         document = data.get("document") or {}
         doc_id = None
