@@ -15,7 +15,7 @@ import click
 
 from mapc.cli.engines import engine_options, open_engine
 from mapc.cli.files import input_limit, is_jsonl, read_bytes, read_limited, write_bytes
-from mapc.cli.output import document_bytes, fail_on
+from mapc.cli.output import document_bytes, dump_json, fail_on
 from mapc.cli.render import report
 from mapc.engine import convert
 from mapc.engine.problems import MapcError
@@ -81,6 +81,29 @@ def _input(file: str, fmt: str | None) -> Any:
     return Input(file, os.path.abspath(file), size, fmt, is_jsonl(file), refused=refused)
 
 
+SHOWN: int = 20
+"""Problem (and warning) lines `mapc store` prints before summarising the rest; --json lists them all."""
+
+
+def report_many(located: list[tuple[str, Any]], *, as_json: bool) -> None:
+    """Problems of many files on stderr: the first `SHOWN` lines and ``… and N more``, or all as JSON."""
+    if as_json:
+        rows = [{"file": file, **problem.as_dict()} for file, problem in located]
+        click.echo(dump_json(rows).decode(), err=True, nl=False)
+        return
+    for file, problem in located[:SHOWN]:
+        report(file, [problem])
+    if len(located) > SHOWN:
+        click.echo(f"… and {len(located) - SHOWN:,} more problems (--json lists them all)", err=True)
+
+
+def _warn_skipped(files: list[str]) -> None:
+    for file in files[:SHOWN]:
+        click.echo(f"warning: skipped {file}: not a known format", err=True)
+    if len(files) > SHOWN:
+        click.echo(f"warning: … and {len(files) - SHOWN:,} more files of no known format skipped", err=True)
+
+
 @click.command("store")
 @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
 @click.option("--to", "to", required=True, metavar="DATASET", help="Dataset directory (created if needed).")
@@ -97,53 +120,84 @@ def _input(file: str, fmt: str | None) -> Any:
     metavar="N",
     help="Worker processes (--engine local), or the CPUs of a local Ray (default: the number of CPUs).",
 )
+@click.option(
+    "--skip-existing",
+    is_flag=True,
+    help="Leave out documents whose document_id is already stored (counted), instead of failing.",
+)
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Replace stored documents of the same document_id (one merge commit per table), instead of failing.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Report problems as one JSON array on stderr, all of them.")
 @engine_options
 def store_command(
-    inputs: tuple[str, ...], to: str, fmt: str, workers: int | None, engine: str, address: str | None
+    inputs: tuple[str, ...],
+    to: str,
+    fmt: str,
+    workers: int | None,
+    skip_existing: bool,
+    replace: bool,
+    as_json: bool,
+    engine: str,
+    address: str | None,
 ) -> None:
     """Import files or directories into a Lance dataset.
 
     Every input goes through the Storyline hub and is validated first; DATASET is
-    appended to, or created.  A document_id already stored, or given twice, is an error
-    naming both, and nothing is written.  Without --from each file's format is detected
-    from its path, then its content; a file of no known format is skipped with a warning.
-    Workers (processes, or Ray tasks with --engine ray) convert the files and write the
-    rows; the tables are then committed once each.
+    appended to, or created.  A document_id given twice is an error naming both, and
+    nothing is written; so is one already stored, unless --skip-existing (the stored
+    document stays, the new one is counted and left out) or --replace (the new one takes
+    the stored one's place in every table, at the end of the storage order).  So a growing
+    folder is stored by re-running one command.  Without --from each file's format is
+    detected from its path, then its content; a file of no known format is skipped with a
+    warning.  Workers (processes, or Ray tasks with --engine ray) convert the files and
+    write the rows; the tables are then committed once each.  Past 20 problems the rest
+    are counted (--json lists them all).
 
     \b
     Examples:
       mapc store --from atif tests/data/fixtures/atif --to /tmp/corpus
+      mapc store --from atif tests/data/fixtures/atif --to /tmp/corpus --skip-existing
       mapc store --from atif tests/data/fixtures/atif/sparse_13.json --to /tmp/one
     """
     from mapc.store import dataset, ingest
 
     if fmt is not None:
         _check_format(fmt, "--from")
+    if skip_existing and replace:
+        raise click.UsageError("--skip-existing and --replace exclude each other")
     if Path(to).exists() and not Path(to).is_dir():
         raise click.BadParameter(f"{to} exists and is not a directory", param_hint="--to")
+    existing = ingest.SKIP_EXISTING if skip_existing else ingest.REPLACE if replace else ingest.ERROR
     files = input_files(inputs)
     items = [_input(f, fmt) for f in files]  # unreadable files: usage error before any work
-    with open_engine(engine, address, workers) as runner, ingest.staged(Path(to), items, runner.map) as job:
-        for outcome in job.outcomes:
-            if outcome.status == ingest.SKIPPED:
-                click.echo(f"warning: skipped {outcome.file}: not a known format", err=True)
-            elif outcome.status == ingest.FAILED:
-                report(outcome.source, outcome.problems)
-        if job.failed:
+    with (
+        open_engine(engine, address, workers) as runner,
+        fail_on(to, as_json=as_json),
+        ingest.staged(Path(to), items, runner.map, existing) as job,
+    ):
+        _warn_skipped([o.file for o in job.outcomes if o.status == ingest.SKIPPED])
+        failed = [(o.source, p) for o in job.outcomes if o.status == ingest.FAILED for p in o.problems]
+        if failed:
+            report_many(failed, as_json=as_json)
             sys.exit(1)
         try:
             stored = job.commit()
         except dataset.LocatedError as exc:
-            for file, problem in exc.located:
-                report(file, [problem])
+            report_many(list(exc.located), as_json=as_json)
             sys.exit(1)
-        except MapcError as exc:
-            report(exc.source or to, exc.problems)
-            sys.exit(1)
-    click.echo(
+        skipped = job.skipped_existing
+    summary = (
         f"stored {stored.documents} document{'s' if stored.documents != 1 else ''} "
         f"({stored.steps} steps, {stored.tool_calls} tool calls) in {to}"
     )
+    if replace:
+        summary += f", {stored.replaced} of them replacing stored ones"
+    if skip_existing:
+        summary += f"; {skipped} already stored, skipped"
+    click.echo(summary)
 
 
 _DATASET = click.Path(exists=True, file_okay=False)

@@ -104,6 +104,7 @@ class Stored:
     steps: int
     tool_calls: int
     versions: dict[str, int]
+    replaced: int = 0  # of `documents`, how many replaced a stored document of the same id
 
 
 # --- CURRENT and the lock ---------------------------------------------------------------------------
@@ -308,6 +309,8 @@ def commit(
     fragments: dict[str, list[FragmentMetadata]],
     counts: dict[str, int],
     seen: dict[str, Source],
+    *,
+    replace: bool = False,
 ) -> Stored:
     """Under the lock: check the ids against the dataset, stage the numbered runs, commit every table, then CURRENT.
 
@@ -315,18 +318,23 @@ def commit(
     ``storage_ordinal`` counting from `first` (the dataset's next ordinal, known only under the lock);
     `fragments` holds the staged steps and tool_calls, `counts` the rows of each table, `seen` every
     ``document_id`` of the import with its source.  A ``document_id`` already stored is a
-    `LocatedError` and nothing is committed.  One commit per table, then ``CURRENT``; see the module
-    docstring for atomicity.
+    `LocatedError` and nothing is committed, unless `replace`: then the stored document's rows in
+    every table give way to the import's (`_merge_table`).  One commit per table, then ``CURRENT``;
+    see the module docstring for atomicity.
     """
     root = Path(staging.root)
     with locked(root):
         current = _recover(root)
         stored_runs = _open(root, "runs", current)
         first = 0
+        replaced: list[str] = []
         if stored_runs is not None:
             stored = stored_runs.to_table(columns=["document_id"]).column("document_id")
             found = pc.is_in(stored, value_set=pa.array(list(seen), type=pa.string()))
             clashes = []
+            if replace:
+                replaced = pc.filter(stored, found).to_pylist()
+                found = pa.array([False] * len(stored), type=pa.bool_())
             for doc_id in pc.filter(stored, found).to_pylist():
                 source = seen[doc_id]
                 clashes.append(
@@ -343,8 +351,8 @@ def commit(
                 raise LocatedError(sorted(clashes, key=lambda c: (c[0], c[1].pointer)))
             first = _next_ordinal(stored_runs)
         staged = {"runs": stage_runs(first), **fragments}
-        versions = _commit(root, staging, current, staged)
-    return Stored(counts.get("runs", 0), counts.get("steps", 0), counts.get("tool_calls", 0), versions)
+        versions = _commit(root, staging, current, staged, replaced)
+    return Stored(counts.get("runs", 0), counts.get("steps", 0), counts.get("tool_calls", 0), versions, len(replaced))
 
 
 def _write_table(path: Path, fragments: list[FragmentMetadata], *, exists: bool) -> int:
@@ -370,16 +378,22 @@ def _move(staging: Staging, name: str, fragments: list[FragmentMetadata], path: 
 
 
 def _commit(
-    root: Path, staging: Staging, current: dict[str, int], staged: dict[str, list[FragmentMetadata]]
+    root: Path,
+    staging: Staging,
+    current: dict[str, int],
+    staged: dict[str, list[FragmentMetadata]],
+    replaced: Sequence[str] = (),
 ) -> dict[str, int]:
-    """Commit each table's fragments (one commit each), then CURRENT; on any failure undo what was done."""
+    """Commit each table's fragments (one commit each), then CURRENT; on any failure undo what was done.
+
+    With `replaced` ids, a table that exists is merged instead (`_merge_table`), still one commit."""
     done: list[tuple[str, int | None]] = []
     versions = dict(current)
     try:
         for name in TABLES:
             fragments = staged.get(name, [])
             previous = current.get(name)
-            if previous is not None and not fragments:
+            if previous is not None and not fragments and not replaced:
                 continue  # nothing to add: no commit
             path = table_path(root, name)
             if previous is not None:
@@ -387,6 +401,10 @@ def _commit(
                 problems = [] if ds is None else rows.schema_problems(name, ds.schema)
                 if problems:
                     raise MapcError(problems)
+                if replaced and ds is not None:
+                    versions[name] = _merge_table(ds, staging, name, fragments, replaced)
+                    done.append((name, previous))
+                    continue
             moved = _move(staging, name, fragments, path)
             try:
                 versions[name] = _write_table(path, fragments, exists=previous is not None)
@@ -403,6 +421,42 @@ def _commit(
         _rollback(root, done)
         raise
     return versions
+
+
+MERGE_KEYS: Final = {
+    "runs": ["document_id"],
+    "steps": ["document_id", "step_id"],
+    "tool_calls": ["document_id", "step_id", "call_index"],
+}
+"""The key of a row within its table, on which `--replace` merges."""
+
+
+def sql_in(column: str, values: Sequence[str]) -> str:
+    """A Lance (DataFusion SQL) predicate ``column IN ('a', 'b')``: each value a string literal, quotes doubled.
+
+    Document ids come from the data, so they reach SQL only as escaped literals, never as SQL."""
+    literals = ", ".join("'" + value.replace("'", "''") + "'" for value in values)
+    return f"{column} IN ({literals})"
+
+
+def _merge_table(
+    ds: lance.LanceDataset, staging: Staging, name: str, fragments: list[FragmentMetadata], replaced: Sequence[str]
+) -> int:
+    """One Lance commit that replaces the rows of the `replaced` documents by the staged rows.
+
+    ``merge_insert`` on the table's key (`MERGE_KEYS`): a staged row updates the stored row of the
+    same key or is inserted, and a stored row of a replaced document that no staged row matches
+    (a step or a call the new version no longer has) is deleted.  With nothing staged for this
+    table the replaced documents' rows are only deleted.  Returns the new version."""
+    gone = sql_in("document_id", replaced)
+    if not fragments:
+        ds.delete(gone)
+        return lance.dataset(ds.uri).version
+    uri = staging.table_uri(name)
+    source = lance.LanceDataset.commit(uri, lance.LanceOperation.Overwrite(rows.SCHEMAS[name], fragments))
+    merge = ds.merge_insert(MERGE_KEYS[name]).when_matched_update_all().when_not_matched_insert_all()
+    merge.when_not_matched_by_source_delete(gone).execute(source.scanner().to_reader())
+    return lance.dataset(ds.uri).version
 
 
 def _rollback(root: Path, done: list[tuple[str, int | None]]) -> None:
@@ -461,6 +515,16 @@ def open_tables(root: Path) -> dict[str, lance.LanceDataset | None]:
     if all(t is None for t in tables.values()):
         raise MapcError.single("store.not_a_dataset", "", f"{root} holds no runs, steps or tool_calls table")
     return tables
+
+
+def stored_ids(root: Path) -> pa.Array:
+    """The ``document_id`` of every document readers see (none for a directory with no runs table yet)."""
+    if not table_path(root, "runs").exists():
+        return pa.array([], type=pa.string())
+    ds = _open(root, "runs", read_current(root))
+    if ds is None:
+        return pa.array([], type=pa.string())
+    return ds.to_table(columns=["document_id"]).column("document_id").combine_chunks()
 
 
 def arrow_tables(root: Path, where: Any = None) -> dict[str, pa.Table]:
