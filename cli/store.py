@@ -97,11 +97,30 @@ def report_many(located: list[tuple[str, Any]], *, as_json: bool) -> None:
         click.echo(f"… and {len(located) - SHOWN:,} more problems (--json lists them all)", err=True)
 
 
-def _warn_skipped(files: list[str]) -> None:
-    for file in files[:SHOWN]:
-        click.echo(f"warning: skipped {file}: not a known format", err=True)
-    if len(files) > SHOWN:
-        click.echo(f"warning: … and {len(files) - SHOWN:,} more files of no known format skipped", err=True)
+def _report_outcomes(outcomes: list[Any], *, as_json: bool) -> bool:
+    """Files skipped (warnings) and failed (problems), in input order, each kind cut after `SHOWN` lines;
+    True when a file failed."""
+    from mapc.store import ingest
+
+    skipped = 0
+    failed: list[tuple[str, Any]] = []
+    for outcome in outcomes:
+        if outcome.status == ingest.SKIPPED:
+            if skipped < SHOWN:
+                click.echo(f"warning: skipped {outcome.file}: not a known format", err=True)
+            skipped += 1
+        elif outcome.status == ingest.FAILED:
+            if not as_json:
+                for problem in outcome.problems[: max(0, SHOWN - len(failed))]:
+                    report(outcome.source, [problem])
+            failed.extend((outcome.source, p) for p in outcome.problems)
+    if skipped > SHOWN:
+        click.echo(f"warning: … and {skipped - SHOWN:,} more files of no known format skipped", err=True)
+    if as_json and failed:
+        report_many(failed, as_json=True)
+    elif len(failed) > SHOWN:
+        click.echo(f"… and {len(failed) - SHOWN:,} more problems (--json lists them all)", err=True)
+    return bool(failed)
 
 
 @click.command("store")
@@ -178,10 +197,7 @@ def store_command(
         fail_on(to, as_json=as_json),
         ingest.staged(Path(to), items, runner.map, existing) as job,
     ):
-        _warn_skipped([o.file for o in job.outcomes if o.status == ingest.SKIPPED])
-        failed = [(o.source, p) for o in job.outcomes if o.status == ingest.FAILED for p in o.problems]
-        if failed:
-            report_many(failed, as_json=as_json)
+        if _report_outcomes(job.outcomes, as_json=as_json):
             sys.exit(1)
         try:
             stored = job.commit()

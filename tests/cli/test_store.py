@@ -253,6 +253,7 @@ EXAMPLE_ORDER = [
     ("index",),
     ("compact",),
     ("query",),
+    ("stats",),
     ("events", "append"),
     ("events", "project"),
     ("events", "synthesize"),
@@ -277,7 +278,7 @@ def test_help_examples_run_as_written(tmp_path, runner, monkeypatch):
             result = runner.invoke(cli, argv)
             assert result.exit_code == 0, f"{line}\n{result.output}"
             ran += 1
-    assert ran == 13
+    assert ran == 16
     assert json.loads((tmp_path / "events-atif.json").read_text())["schema_version"] == "ATIF-v1.7"
 
 
