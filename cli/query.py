@@ -81,3 +81,42 @@ def stats_command(dataset_dir: str, as_json: bool) -> None:
         write_bytes(None, dump_json(result))
     else:
         click.echo(stats.text(result), nl=False)
+
+
+@click.command("find")
+@click.argument("dataset_dir", metavar="DATASET", type=click.Path(exists=True, file_okay=False))
+@click.argument("text", metavar="TEXT")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="At most this many hits.")
+@click.option("--json", "as_json", is_flag=True, help="Print the hits as a JSON array of objects.")
+def find_command(dataset_dir: str, text: str, limit: int, as_json: bool) -> None:
+    """Full-text search over messages and tool results.
+
+    Searches steps.message_json, steps.observation_json and tool_calls.result_json with
+    the full-text indexes `mapc index` creates (BM25; words, lower-cased), best first.
+    Each hit names its document, session, step (and call) and shows a snippet.
+
+    \b
+    Examples:
+      mapc index /tmp/corpus
+      mapc find /tmp/corpus "refund policy"
+      mapc find /tmp/corpus error --json --limit 5
+    """
+    from mapc.store import find, query
+
+    with fail_on(dataset_dir):
+        hits = find.search(Path(dataset_dir), text, limit=limit)
+    if as_json:
+        write_bytes(None, dump_json([h.as_dict() for h in hits]))
+        return
+    names = ["score", "document_id", "step_id", "where", "snippet"]
+    body = [
+        (
+            round(h.score, 3),
+            h.document_id,
+            h.step_id,
+            f"{h.table}.{h.column}" + ("" if h.call_index is None else f"[{h.call_index}]"),
+            h.snippet,
+        )
+        for h in hits
+    ]
+    click.echo(query.text_table(query.Result(names, body), width=100))

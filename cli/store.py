@@ -247,10 +247,12 @@ def export_command(dataset_dir: str, fmt: str, output: str | None, session: str 
 @click.command("index")
 @click.argument("dataset_dir", metavar="DATASET", type=_DATASET)
 def index_command(dataset_dir: str) -> None:
-    """Create (or rebuild) the scalar indexes.
+    """Create (or rebuild) the scalar and full-text indexes.
 
     BTree on document_id and session_id of runs, steps and tool_calls; Bitmap on
-    tool_calls.function_name.
+    tool_calls.function_name; full-text (what mapc find searches) on steps.message_json,
+    steps.observation_json and tool_calls.result_json.  Rows stored later are still
+    searched, unindexed, until the next mapc index.
 
     \b
     Example:

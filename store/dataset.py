@@ -65,11 +65,22 @@ LOCK: Final = ".lock"
 STAGING: Final = ".staging"
 LAYOUT_VERSION: Final = 1
 
-# §4 "Indexes", restricted to what issue 7 asks for.
+# §4 "Indexes", restricted to what issue 7 asks for, and the full-text indexes `mapc find` searches
+# (messages and tool results; issue 20).
 INDEXES: Final = {
     "runs": (("document_id", "BTREE"), ("session_id", "BTREE")),
-    "steps": (("document_id", "BTREE"), ("session_id", "BTREE")),
-    "tool_calls": (("document_id", "BTREE"), ("session_id", "BTREE"), ("function_name", "BITMAP")),
+    "steps": (
+        ("document_id", "BTREE"),
+        ("session_id", "BTREE"),
+        ("message_json", "INVERTED"),
+        ("observation_json", "INVERTED"),
+    ),
+    "tool_calls": (
+        ("document_id", "BTREE"),
+        ("session_id", "BTREE"),
+        ("function_name", "BITMAP"),
+        ("result_json", "INVERTED"),
+    ),
 }
 
 
@@ -587,7 +598,8 @@ def _maintain(root: Path, work: Callable[[str, lance.LanceDataset], None]) -> di
 
 def create_indexes(root: Path) -> dict[str, int]:
     """Scalar indexes: BTree on ``document_id`` and ``session_id`` of all three tables, Bitmap on
-    ``tool_calls.function_name``; an existing index is rebuilt over all rows."""
+    ``tool_calls.function_name``; full-text (Lance INVERTED) on ``steps.message_json``,
+    ``steps.observation_json`` and ``tool_calls.result_json``; an existing index is rebuilt over all rows."""
 
     def work(name: str, ds: lance.LanceDataset) -> None:
         if ds.count_rows() == 0:
