@@ -28,7 +28,8 @@ STORED: Final[dict[str, dict[str, str]]] = {
         "schema_version": 'Always `"storyline/v1"`; another value fails the read closed.',
         "origin_json": "`/origin`: the source format, its schema and the source document identity.",
         "document_id": "The document's identity: `/trajectory` when present, else `/session`; unique in the dataset.",
-        "storage_ordinal": "The document's place in the dataset (0, 1, …, in import order); exports sort by it.",
+        "storage_ordinal": "The document's place in the dataset, increasing in import order (a document "
+        "stored again with `--replace` takes a new, last place); exports sort by it.",
         "trajectory_id_explicit": "Whether the document had a `/trajectory` (then it is `document_id`).",
         "run_id": "`/run`: the run-scoped identity.",
         "attempt_id": "`/attempt_id`: the source format's attempt identity.",
