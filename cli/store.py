@@ -225,21 +225,42 @@ _DATASET = click.Path(exists=True, file_okay=False)
 @click.option("-o", "--output", metavar="OUT", help="Write here (atomically) instead of stdout.")
 @click.option("--session", metavar="ID", help="Only the documents of this session.")
 @click.option("--document", metavar="ID", help="Only the document with this document_id.")
-def export_command(dataset_dir: str, fmt: str, output: str | None, session: str | None, document: str | None) -> None:
+@click.option(
+    "--where",
+    "predicate",
+    metavar="SQL",
+    help="Only the documents whose runs row satisfies this SQL predicate (DuckDB; see mapc query).",
+)
+def export_command(
+    dataset_dir: str, fmt: str, output: str | None, session: str | None, document: str | None, predicate: str | None
+) -> None:
     """Rebuild documents from a dataset, in any format.
 
     Reading checks the table invariants (ordinals, foreign keys, results_json) and fails closed.
+    --where keeps the documents whose runs row satisfies a SQL predicate: any column of
+    runs, its convenience columns (correct, score, reward, …) or a subquery on steps and
+    tool_calls; so a corpus becomes a training set in one command.
 
     \b
     Examples:
       mapc export /tmp/corpus --to storyline -o /tmp/corpus.json
       mapc export /tmp/corpus --to atif --session fixture-sparse_13
+      mapc export /tmp/corpus --to openai-msg --where "total_prompt_tokens > 100000"
+      mapc export /tmp/corpus --to atif --where "session_id in (select session_id from tool_calls where function_name = 'Bash')"
     """
-    from mapc.store import dataset
+    from mapc.store import dataset, query
 
     _check_format(fmt, "--to")
+    root = Path(dataset_dir)
     with fail_on(dataset_dir):
-        stories = dataset.read(Path(dataset_dir), session=session, document=document)
+        documents = None
+        if predicate is not None:
+            try:
+                documents = query.matching_documents(root, predicate)
+            except query.QueryError as exc:  # bad SQL is a usage mistake (exit 2), not bad data
+                raise click.BadParameter(exc.problems[0].message, param_hint="--where") from None
+        described = f"--where {predicate}"
+        stories = dataset.read(root, session=session, document=document, documents=documents, described=described)
         result = convert.from_storyline(fmt, stories)
     write_bytes(output, document_bytes(result))
 

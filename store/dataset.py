@@ -553,11 +553,18 @@ def arrow_tables(root: Path, where: Any = None) -> dict[str, pa.Table]:
     return out
 
 
-def read(root: Path, *, session: str | None = None, document: str | None = None) -> list[dict[str, Any]]:
-    """The Storylines of the dataset (or of one session or document), in storage order.
+def read(
+    root: Path,
+    *,
+    session: str | None = None,
+    document: str | None = None,
+    documents: Sequence[str] | None = None,
+    described: str = "",
+) -> list[dict[str, Any]]:
+    """The Storylines of the dataset (or of one session, one document, the `documents` ids), in storage order.
 
     Raises `MapcError` when the rows break a §4 invariant (see `rows.rebuild`), or when the
-    filter matches nothing (``store.not_found``).
+    filter matches nothing (``store.not_found``; `described` says what `documents` came from).
     """
     where = None
     if session is not None:
@@ -565,13 +572,19 @@ def read(root: Path, *, session: str | None = None, document: str | None = None)
     if document is not None:
         match = pc.field("document_id") == document
         where = match if where is None else where & match
+    if documents is not None:
+        match = pc.field("document_id").isin(pa.array(list(documents), type=pa.string()))
+        where = match if where is None else where & match
     t = arrow_tables(root, where)
     stories = rows.rebuild(t["runs"], t["steps"], t["tool_calls"])
     if not stories:
         what = "the dataset holds no document"
-        if session is not None or document is not None:
+        if session is not None or document is not None or documents is not None:
             what = "no document matches " + " and ".join(
-                f"{k} {_q(v)}" for k, v in (("session", session), ("document", document)) if v is not None
+                [
+                    *(f"{k} {_q(v)}" for k, v in (("session", session), ("document", document)) if v is not None),
+                    *([described or "the given ids"] if documents is not None else []),
+                ]
             )
         raise MapcError.single("store.not_found", "", what)
     return stories

@@ -147,3 +147,11 @@ def jsonl_bytes(result: Result) -> bytes:
     import orjson
 
     return b"".join(orjson.dumps(record) + b"\n" for record in records(result))
+
+
+def matching_documents(root: Path, predicate: str) -> list[str]:
+    """The ``document_id`` of the runs rows where the SQL `predicate` holds (over the runs view, so the
+    convenience columns and subqueries on steps and tool_calls may be used); `QueryError` when DuckDB
+    rejects it."""
+    result = run(root, f"SELECT document_id FROM runs WHERE ({predicate})\n")
+    return [row[0] for row in result.rows]
