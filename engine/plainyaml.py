@@ -110,6 +110,7 @@ class Located:
         self.marks: dict[tuple[Any, ...], tuple[int, int]] = {}
         self.budget = self.limits.max_nodes
         self.open: set[int] = set()  # the collections being built: an alias to one of them is a cycle
+        self._scalars = _Loader("")  # constructs scalars only (one loader: making one costs more than a value)
 
     def build(self, node: yaml.Node, path: tuple[Any, ...] = ()) -> Any:
         self.marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
@@ -127,7 +128,8 @@ class Located:
             finally:
                 self.open.discard(id(node))
         try:
-            value = _Loader("").construct_object(node)  # safe scalars: no Python objects
+            value = self._scalars.construct_object(node)  # safe scalars: no Python objects
+            self._scalars.constructed_objects.clear()
         except yaml.YAMLError as exc:
             self.fail(node, path, f"not a plain YAML value: {getattr(exc, 'problem', None) or exc}")
         except ValueError:  # int(): more digits than Python converts (sys.get_int_max_str_digits)
