@@ -15,7 +15,7 @@ import click
 
 from mapc.cli.engines import engine_options, open_engine
 from mapc.cli.files import input_limit, is_jsonl, read_bytes, read_limited, write_bytes
-from mapc.cli.output import document_bytes, fail_on
+from mapc.cli.output import fail_on, output_bytes
 from mapc.cli.render import report
 from mapc.engine import convert
 from mapc.engine.problems import MapcError
@@ -171,7 +171,7 @@ def export_command(dataset_dir: str, fmt: str, output: str | None, session: str 
     with fail_on(dataset_dir):
         stories = dataset.read(Path(dataset_dir), session=session, document=document)
         result = convert.from_storyline(fmt, stories)
-    write_bytes(output, document_bytes(result))
+    write_bytes(output, output_bytes(output, result))
 
 
 @click.command("index")

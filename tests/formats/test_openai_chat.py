@@ -248,3 +248,18 @@ def test_aliases_name_the_same_format() -> None:
     one = mapc.into_storyline("openai-chat", orjson.dumps(TOOL_TURN))
     assert mapc.into_storyline("trl-messages", orjson.dumps(TOOL_TURN)) == one
     assert mapc.into_storyline("openai-finetune", orjson.dumps(TOOL_TURN)) == one
+
+
+def test_an_output_named_jsonl_is_one_conversation_a_line(runner: Any, tmp_path: Path) -> None:
+    out = tmp_path / "train.jsonl"
+    result = runner.invoke(cli, ["convert", str(SAMPLE), "--to", "openai-chat", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line) for line in out.read_bytes().splitlines()] == lines(SAMPLE)
+    atif = tmp_path / "from-atif.jsonl"
+    source = FIXTURES / "atif" / "support-ticket.json"
+    result = runner.invoke(cli, ["convert", str(source), "--to", "openai-chat", "-o", str(atif)])
+    assert result.exit_code == 0, result.output
+    (line,) = atif.read_bytes().splitlines()
+    assert "_storyline" in json.loads(line)  # what ATIF said and the chat format cannot
+    back = runner.invoke(cli, ["convert", str(atif), "--to", "atif"])
+    assert json.loads(back.output) == mapc.from_storyline("atif", mapc.into_storyline("atif", source.read_bytes()))
