@@ -45,7 +45,7 @@ from typing import Any, Final
 import orjson
 import yaml
 
-from mapc.engine import canonical, plainyaml, pointer, residual, storyline
+from mapc.engine import canonical, duplicates, plainyaml, pointer, residual, storyline
 from mapc.engine.codecs import Codec
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.values import MISSING, json_equal
@@ -112,7 +112,9 @@ def _yaml_limits(text: str) -> plainyaml.Limits:
     """The spec reader's limits, sized for the frontmatter: without aliases a value takes at least a
     character, so only an alias expansion can pass the node cap; nesting is capped deeper than in a
     spec, since the frontmatter holds Storyline values."""
-    return plainyaml.Limits(max_nodes=MAX_YAML_VALUES + len(text), max_depth=MAX_FRONTMATTER_DEPTH)
+    return plainyaml.Limits(
+        max_nodes=MAX_YAML_VALUES + len(text), max_depth=MAX_FRONTMATTER_DEPTH, duplicate_keys=duplicates.allowed()
+    )
 
 
 def _read_yaml(text: str, first_line: int = 1) -> Any:
@@ -180,12 +182,23 @@ def _reject_constant(text: str) -> Any:
     raise ValueError(f"{text} is not JSON")
 
 
-def _json_loads(text: str) -> Any:
-    """Parse JSON text exactly: integers of any size stay integers (orjson would make floats)."""
+def _json_loads(text: str, where: str) -> Any:
+    """Parse JSON text exactly: integers of any size stay integers (orjson would make floats); a
+    repeated key is an ``agenticmd.duplicate_key`` problem below `where` (unless allowed)."""
+    hook = None if duplicates.allowed() else duplicates.pairs_hook
     try:
-        return json.loads(text, parse_float=_finite, parse_constant=_reject_constant)
+        value = json.loads(text, parse_float=_finite, parse_constant=_reject_constant, object_pairs_hook=hook)
     except RecursionError:
         raise ValueError("nested too deeply") from None
+    _refuse_repeated(value, where)
+    return value
+
+
+def _refuse_repeated(value: Any, where: str) -> None:
+    """`agenticmd.duplicate_key` problems of a value read with `duplicates.pairs_hook`."""
+    found = list(duplicates.found(value, where, "agenticmd.duplicate_key"))
+    if found:
+        raise MapcError(found)
 
 
 def _pretty_json(value: Any) -> str:
@@ -264,13 +277,16 @@ def _parse_header(line: bytes, index: int) -> tuple[str, dict[str, Any], int | N
         raise _fail("agenticmd.bad_block", at, "the block comment is not closed by `-->` on its line")
     text = rest[:-3].strip().decode("utf-8")
     try:
-        header, _ = json.JSONDecoder(parse_float=_finite, parse_constant=_reject_constant).raw_decode(text)
+        hook = None if duplicates.allowed() else duplicates.pairs_hook
+        decoder = json.JSONDecoder(parse_float=_finite, parse_constant=_reject_constant, object_pairs_hook=hook)
+        header, _ = decoder.raw_decode(text)
     except RecursionError:
         raise _fail("agenticmd.bad_block", at, "the block header is nested too deeply") from None
     except ValueError as exc:
         raise _fail("agenticmd.bad_block", at, f"the block header is not a JSON object: {exc}") from None
-    if type(header) is not dict:
+    if not isinstance(header, dict):
         raise _fail("agenticmd.bad_block", at, "the block header is not a JSON object")
+    _refuse_repeated(header, at)
     kind = header.pop("type", "text")
     if type(kind) is not str:
         raise _fail("agenticmd.bad_block", f"{at}/type", "expected text for the block type")
@@ -435,10 +451,12 @@ def _turn(block: Block, index: int, problems: list[Problem]) -> dict[str, Any] |
     if block.fields.get(ENCODING_KEY) != "json":
         return {**meta, "msg": block.body}
     try:
-        return {**meta, "msg": _json_loads(block.body)}
+        return {**meta, "msg": _json_loads(block.body, f"/blocks/{index}/body")}
     except ValueError as exc:
         problems.append(Problem("agenticmd.bad_block", f"/blocks/{index}/body", f"the body is not JSON: {exc}"))
-        return None
+    except MapcError as exc:  # a repeated key
+        problems.extend(exc.problems)
+    return None
 
 
 def to_storyline(document: Document) -> dict[str, Any]:
