@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -74,10 +75,14 @@ pairs_hook = _hook  # an ``object_pairs_hook`` for `json` readers; `found` lists
 
 def problems(data: bytes | str) -> list[Problem]:
     """`json.duplicate_key` problems of JSON text (none when it is not JSON: the parser says that)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 5_000))  # as deep as orjson reads (1,024 levels), never a silent pass
     try:
         doc = json.loads(data, object_pairs_hook=_hook)
-    except (ValueError, RecursionError):
-        return []
+    except ValueError:
+        return []  # not JSON: the parser that read it first says so (orjson, before this)
+    finally:
+        sys.setrecursionlimit(limit)
     return list(found(doc))
 
 

@@ -514,7 +514,7 @@ def _commit(
             moved = _move(staging, name, fragments, path)
             try:
                 versions[name] = _write_table(path, fragments, exists=previous is not None)
-            except BaseException:
+            except BaseException:  # undo this table's files whatever failed (Ctrl-C too), then re-raise
                 if previous is None:
                     shutil.rmtree(path, ignore_errors=True)
                 else:
@@ -523,7 +523,7 @@ def _commit(
                 raise
             done.append((name, previous))
         _write_current(root, versions)
-    except BaseException:
+    except BaseException:  # roll the finished tables back whatever failed, then re-raise
         _rollback(root, done)
         raise
     return versions

@@ -141,3 +141,10 @@ def test_a_string_holding_json_with_a_repeated_key_stays_a_string(monkeypatch) -
     assert openai_chat.json_text_value('{"path": "a"}') == {"path": "a"}
     monkeypatch.setenv(duplicates.ENV, "1")
     assert openai_chat.json_text_value(text) == {"path": "b"}
+
+
+def test_a_repeated_key_deeper_than_orjson_writes_is_found() -> None:
+    """Past 254 levels the check parses again; past the stdlib's recursion limit too (not a pass)."""
+    text = "[" * 1000 + '{"a": 1, "a": 2}' + "]" * 1000
+    [problem] = duplicates.problems_of(text, orjson.loads(text))
+    assert problem.pointer == "/0" * 1000 + "/a"
