@@ -41,6 +41,7 @@ import linecache
 from collections.abc import Callable
 from typing import Any
 
+from mapc.engine.ops import CONDITIONS, candidate_code, condition_code
 from mapc.engine.pointer import escape
 from mapc.engine.program import (
     Frame,
@@ -57,20 +58,6 @@ from mapc.engine.program import (
 )
 from mapc.engine.template import Var
 from mapc.engine.values import MISSING, json_equal
-
-# Conditions as inline expressions over a variable (see program.CONDITIONS for their meaning).
-_CONDITION_CODE = {
-    "nonempty": "not ({v} is MISSING or {v} is None or (type({v}) in (str, dict, list) and not {v}))",
-    "text": '(type({v}) is str and {v} != "")',
-    "integer": "(type({v}) is int and -9223372036854775808 <= {v} <= 9223372036854775807)",
-    "number": "type({v}) in (int, float)",
-    "string": "type({v}) is str",
-    "object": "type({v}) is dict",
-    "array": "type({v}) is list",
-    "boolean": "type({v}) is bool",
-}
-
-_EMPTY = "({v} is None or (type({v}) in (str, dict, list) and not {v}))"  # is_empty of a present value
 
 
 class _Writer:
@@ -195,8 +182,9 @@ class _Writer:
 
 def _condition(w: _Writer, rule: Rule, var: str) -> str:
     """The rule's `when` condition over `var`, as an expression."""
-    code = _CONDITION_CODE.get(rule.spec.when or "")
-    return code.format(v=var) if code else f"{w.const(rule.condition, 'C')}({var})"
+    if rule.spec.when in CONDITIONS:
+        return condition_code(rule.spec.when, var)
+    return f"{w.const(rule.condition, 'C')}({var})"
 
 
 # --- reading sources -----------------------------------------------------------------------
@@ -360,14 +348,10 @@ def _forward_chain(w: _Writer, d: int, rule: Rule, level: int, fin: Fin) -> None
             _chain_tail(w, depth, rule, level, fin, -1)
             return
         w.emit(depth, f"x = {_expr(w, depth, rule.sources[j], env)}")
-        test = "x is not MISSING"
         if spec.op == "first_of":
-            if spec.nonempty:
-                test += " and not " + _EMPTY.format(v="x")
-            if rule.condition is not None:
-                test += " and " + _condition(w, rule, "x")
-        elif not spec.keep_null:
-            test += " and x is not None"
+            test = candidate_code("x", spec.nonempty, _condition(w, rule, "x") if rule.condition else None)
+        else:
+            test = "x is not MISSING" + ("" if spec.keep_null else " and x is not None")  # ops.is_copied
         w.emit(depth, f"if {test}:")
         _chain_tail(w, depth + 1, rule, level, fin, j)
         w.emit(depth, "else:")
@@ -470,8 +454,7 @@ def _without_first(w: _Writer, d: int, rule: Rule, level: int) -> None:
         return
     for k, source in enumerate(rest):
         w.emit(d + k, f"y = {_expr(w, d + k, source, env)}")
-        skip = "y is MISSING" + (" or " + _EMPTY.format(v="y") if rule.spec.nonempty else "")
-        w.emit(d + k, f"if {skip}:")
+        w.emit(d + k, f"if not ({candidate_code('y', rule.spec.nonempty, None)}):")
     w.emit(d + len(rest), "y = MISSING")
 
 
@@ -815,14 +798,10 @@ def _rule_value(w: _Writer, d: int, rule: Rule, env: _Env) -> None:
     w.emit(d, "v = MISSING")
     for j, source in enumerate(rule.sources):
         w.emit(d + j, f"x = {_expr(w, d + j, source, env)}")
-        test = "x is not MISSING"
         if spec.op == "first_of":
-            if spec.nonempty:
-                test += " and not " + _EMPTY.format(v="x")
-            if rule.condition is not None:
-                test += " and " + _condition(w, rule, "x")
-        elif not spec.keep_null:
-            test += " and x is not None"
+            test = candidate_code("x", spec.nonempty, _condition(w, rule, "x") if rule.condition else None)
+        else:
+            test = "x is not MISSING" + ("" if spec.keep_null else " and x is not None")  # ops.is_copied
         w.emit(d + j, f"if {test}:")
         w.emit(d + j + 1, "v = x")
         if spec.op == "copy" or j == len(rule.sources) - 1:

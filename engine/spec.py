@@ -16,6 +16,7 @@ from typing import Any, NoReturn, TypeAlias
 
 import yaml
 
+from mapc.engine.ops import CONDITION_NAMES
 from mapc.engine.pointer import PointerSyntaxError
 from mapc.engine.problems import MapcError, Problem, SpecLocation
 from mapc.engine.select import compile_selections
@@ -23,7 +24,7 @@ from mapc.engine.template import Template, parse_template
 from mapc.engine.values import MISSING
 
 SPEC_SCHEMA = "mapping-spec"  # schemas/mapping-spec.schema.json: the shape of a spec file
-CONDITIONS = ("nonempty", "text", "integer", "number", "string", "object", "array", "boolean")
+CONDITIONS = CONDITION_NAMES  # the `when:` vocabulary, defined once in ops.py
 CHECK_KINDS = (
     "nonempty",
     "nonblank",
