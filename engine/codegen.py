@@ -38,6 +38,7 @@ its scope's reverse writes nothing but its own element (`_twins`).
 from __future__ import annotations
 
 import linecache
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -178,6 +179,17 @@ class _Writer:
                 self.emit(depth, f"{t} = {node}[{key!r}] = {t}.copy() if type({t}) is dict else {{}}")
                 node = t
             self.emit(depth, f"{node}[{path[-1]!r}] = {value}")
+
+
+_COMMENT_SAFE = re.compile(r"[^A-Za-z0-9_.\-\[\] ]")
+
+
+def row_comment(rule: Rule) -> str:
+    """``# atif.yaml:61 rules[15]``: the YAML row the code below it comes from.  The file name is
+    spec text: anything but plain name characters becomes ``?``, so no line break can end the
+    comment early; the line number and the label are the reader's own."""
+    at = rule.spec.at
+    return f"# {_COMMENT_SAFE.sub('?', at.file)[:120]}:{int(at.line)} {_COMMENT_SAFE.sub('?', rule.spec.label)}"
 
 
 def _condition(w: _Writer, rule: Rule, var: str) -> str:
@@ -574,6 +586,7 @@ def _forward_scope(w: _Writer, scope: Scope, name: str, counter: list[int]) -> N
     w.emit(2, "return None")
     fin: Fin = []
     for rule in scope.rules:
+        w.emit(1, row_comment(rule))
         _forward_rule(w, 1, rule, scope.level, fin)
     for rel, known in scope.objects:
         _residual_walk(w, 1, "src", rel, w.const(known, "KNOWN"), "prefix", 0)
@@ -859,6 +872,7 @@ def _reverse_scope(w: _Writer, scope: Scope, name: str, counter: list[int]) -> N
     start = len(w.lines)
     w.layouts = set()
     for rule in scope.rules:
+        w.emit(1, row_comment(rule))
         _reverse_rule(w, 1, rule, scope.level)
     w.scope_layouts[id(scope)] = frozenset(w.layouts)
     generic = any(".reverse(" in line for line in w.lines[start:])

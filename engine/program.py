@@ -253,6 +253,13 @@ class Rule:
 
     def forward(self, frame: Frame, dst: dict[str, Any], ctx: Context, prefix: str) -> None:
         """Write this rule's value into `dst`, keeping what it cannot map as residuals."""
+        self._forward(frame, dst, ctx, prefix)
+        if self.reverse_fn is not None and self.spec.op == "call":
+            # A computed value with a reverse: what the reverse would not give back is kept
+            # (decided once the Storyline is written, run._keep_what_the_reverse_loses).
+            ctx.checks.append((self, frame, dst, prefix, None))
+
+    def _forward(self, frame: Frame, dst: dict[str, Any], ctx: Context, prefix: str) -> None:
         i, v = self.choose(frame, ctx)
         spec = self.spec
         if i >= 0 and v is not MISSING:
