@@ -429,8 +429,8 @@ def test_index_and_compact(tmp_path):
     dataset.create_indexes(root)
     assert dataset.indexed_columns(root) == {
         "runs": ["document_id", "session_id"],
-        "steps": ["document_id", "session_id"],
-        "tool_calls": ["document_id", "function_name", "session_id"],
+        "steps": ["document_id", "message_json", "observation_json", "session_id"],
+        "tool_calls": ["document_id", "function_name", "result_json", "session_id"],
     }
     steps = dataset.open_tables(root)["steps"]
     plan = steps.scanner(filter=pa.compute.field("session_id") == "s2").explain_plan()
