@@ -15,6 +15,7 @@ from typing import Any, NoReturn, TypeAlias
 
 import yaml
 
+from mapc.engine import pointer
 from mapc.engine.pointer import PointerSyntaxError
 from mapc.engine.problems import MapcError, Problem, SpecLocation
 from mapc.engine.select import compile_selections
@@ -232,6 +233,7 @@ class Spec:
     prepare: Any = None  # variant shapes rewritten before the checks (engine/prepare.py)
     aliases: tuple[str, ...] = ()  # other names the format is known by
     rows: RowsSpec | None = None  # a row corpus (engine/rows.py) instead of one document tree
+    envelope: str = "/_storyline"  # where a document's `_storyline` envelope rides (engine/envelope.py)
 
 
 # --- YAML with locations -------------------------------------------------------------------
@@ -498,6 +500,10 @@ class _SpecReader:
             doc_id = self.rule(document["id"], -1, ("document", "id"))
         children = self.template(document["children"], "document", "children") if "children" in document else None
         each = self.template(document["each"], "document", "each") if "each" in document else None
+        envelope_at = document.get("envelope", "/_storyline")
+        if not (isinstance(envelope_at, str) and envelope_at.endswith("/_storyline") and pointer.is_valid(envelope_at)):
+            self.fail("`document.envelope` is a JSON Pointer ending in /_storyline", "document", "envelope")
+            envelope_at = "/_storyline"
         arrays = [self.array(src, dst) for src, dst in (data.get("arrays") or {}).items()]
         objects = []
         for ptr, keys in (data.get("objects") or {}).items():
@@ -526,6 +532,7 @@ class _SpecReader:
             prepare=data.get("prepare"),
             aliases=tuple(str(a) for a in data.get("aliases") or ()),
             rows=rows,
+            envelope=envelope_at,
             at=self.loc.at(),
         )
 
