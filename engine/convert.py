@@ -115,7 +115,7 @@ def input_problems(program: Program, doc: Any) -> list[Problem]:
 def forward_unit(program: Program, unit: Unit, path: str | None = None) -> list[dict[str, Any]]:
     """Map one top-level source document to validated Storylines (`path`: the input's relative path)."""
     try:
-        doc, carried = envelope.take(unit.document)
+        doc, carried = envelope.take(unit.document, program.spec.envelope)
         doc = prepare(program.spec.prepare, doc)
         problems = input_problems(program, doc)
         if problems:
@@ -247,7 +247,7 @@ def from_storyline(fmt: str, stories: list[dict[str, Any]], *, carry: bool = Tru
         where = f"/{k}" if k else ""
         problems = [_export_problem(where, p, fmt) for p in input_problems(program, doc)]
         carriers = ((c, m.story) for m in rebuilt.stories for c in m.carriers)
-        problems += envelope.write(doc, carriers, program.spec.source)
+        problems += envelope.write(doc, carriers, program.spec.source, program.spec.envelope)
         if problems:
             raise MapcError(problems)
         docs.append(doc)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from mapc.engine import fold as fold_module
-from mapc.engine import plainyaml
+from mapc.engine import plainyaml, pointer
 from mapc.engine.ops import CONDITION_NAMES
 from mapc.engine.pointer import PointerSyntaxError
 from mapc.engine.problems import MapcError, Problem, SpecLocation
@@ -276,6 +276,7 @@ class Spec:
     rows: RowsSpec | None = None  # a row corpus (engine/rows.py) instead of one document tree
     fold: Any = ()  # elements folded into the one before them (engine/fold.py), parsed
     deprecated: tuple[str, ...] = ()  # old-vocabulary keys, as ``rules[3].reverse_default`` (see upgrade.py)
+    envelope: str = "/_storyline"  # where a document's `_storyline` envelope rides (engine/envelope.py)
 
 
 # --- YAML with locations -------------------------------------------------------------------
@@ -463,6 +464,10 @@ class _SpecReader:
             doc_id = self.rule(document["id"], -1, ("document", "id"))
         children = self.template(document["children"], "document", "children") if "children" in document else None
         each = self.template(document["each"], "document", "each") if "each" in document else None
+        envelope_at = document.get("envelope", "/_storyline")
+        if not (isinstance(envelope_at, str) and envelope_at.endswith("/_storyline") and pointer.is_valid(envelope_at)):
+            self.fail("`document.envelope` is a JSON Pointer ending in /_storyline", "document", "envelope")
+            envelope_at = "/_storyline"
         arrays = [self.array(src, dst) for src, dst in (data.get("arrays") or {}).items()]
         objects = []
         for ptr, keys in (data.get("objects") or {}).items():
@@ -492,6 +497,7 @@ class _SpecReader:
             fold=self.folds(data),
             aliases=tuple(str(a) for a in data.get("aliases") or ()),
             rows=rows,
+            envelope=envelope_at,
             at=self.loc.at(),
             deprecated=tuple(self.deprecated),
         )
