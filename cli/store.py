@@ -246,7 +246,7 @@ def export_command(
       mapc export /tmp/corpus --to storyline -o /tmp/corpus.json
       mapc export /tmp/corpus --to atif --session fixture-sparse_13
       mapc export /tmp/corpus --to openai-msg --where "total_prompt_tokens > 100000"
-      mapc export /tmp/corpus --to atif --where "session_id in (select session_id from tool_calls where function_name = 'Bash')"
+      mapc export /tmp/corpus --to atif --where "session_id in (select session_id from steps where ttft_ms > 5)"
     """
     from mapc.store import dataset, query
 
