@@ -199,7 +199,7 @@ class Builder:
 
     def add(self, doc: dict[str, Any]) -> None:
         """The rows of one validated Storyline, with the next ``storage_ordinal``."""
-        _split_one(canonical_storyline(doc), self.next_ordinal, self.runs, self.steps, self.calls)
+        _split_one(doc, self.next_ordinal, self.runs, self.steps, self.calls)
         self.next_ordinal += 1
 
     def mark(self) -> tuple[int, int, int, int]:
@@ -216,13 +216,39 @@ class Builder:
         )
 
 
+def _free(value: Any) -> str | None:
+    """A free JSON cell: compact, object keys sorted by orjson (what `canonical_storyline` gives free
+    values, without building a sorted copy first); SQL NULL for an absent field."""
+    return None if value is None else orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+_SHELL_AGENT: Final = {"id": "-"}
+
+
+def _owned_turn_parts(turn: dict[str, Any]) -> dict[str, Any]:
+    """The canonical forms of the owned objects of one turn (``env``, ``prompt``, each call's ``response``),
+    from `canonical_storyline` of a document holding only them: the engine's rules, not a copy of them."""
+    mini: dict[str, Any] = {"id": 0, "src": "-", "msg": None}
+    for key in ("env", "prompt"):
+        if turn.get(key) is not None:
+            mini[key] = turn[key]
+    calls = turn.get("tool_calls") or ()
+    if any(call.get("response") is not None for call in calls):
+        mini["tool_calls"] = [{"tcid": "-", "fn": "-", "args": None, "response": c.get("response")} for c in calls]
+    shell = {"schema_version": SCHEMA_VERSION, "session": "-", "agent": _SHELL_AGENT, "turns": [mini]}
+    return canonical_storyline(shell)["turns"][0]
+
+
 def _split_one(
-    doc: dict[str, Any],
+    raw: dict[str, Any],
     ordinal: int,
     runs: list[tuple[Any, ...]],
     steps: list[tuple[Any, ...]],
     calls: list[tuple[Any, ...]],
 ) -> None:
+    # The document's own fields in canonical form (small); the turns, most of the bytes, are read as
+    # they are: their free JSON cells get sorted keys from orjson, their owned objects from the engine.
+    doc = canonical_storyline({**raw, "turns": []})
     doc_id = document_id(doc)
     run_id = doc.get("run")
     session = doc["session"]
@@ -259,12 +285,19 @@ def _split_one(
             _json(get("prompt")),
         )
     )
-    for turn_ordinal, turn in enumerate(doc["turns"]):
+    dumps = orjson.dumps
+    sort = orjson.OPT_SORT_KEYS
+    for turn_ordinal, turn in enumerate(raw["turns"]):
         t = turn.get
         step_id = turn["id"]
         ts = t("ts")
         observation = t("observation")
         tool_calls = t("tool_calls")
+        owned = (
+            _owned_turn_parts(turn)
+            if t("env") is not None or t("prompt") is not None or (tool_calls and _any_response(tool_calls))
+            else None
+        )
         steps.append(
             (
                 doc_id,
@@ -277,10 +310,10 @@ def _split_one(
                 None if ts is None else timestamp_ns(ts),
                 _json(ts),
                 turn["src"],
-                orjson.dumps(turn["msg"]).decode(),
+                dumps(turn["msg"], option=sort).decode(),
                 t("reason"),
-                _json(t("effort")),
-                _json(t("metrics")),
+                _free(t("effort")),
+                _free(t("metrics")),
                 t("model"),
                 t("nllm"),
                 t("copied"),
@@ -288,16 +321,17 @@ def _split_one(
                 t("ttft_ms"),
                 tool_calls is not None,
                 observation is not None,
-                _json(observation),
-                _json(t("extra")),
-                _json(t("env")),
+                _free(observation),
+                _free(t("extra")),
+                None if owned is None else _json(owned.get("env")),
                 _json(t("finished_at")),
-                _json(t("prompt")),
+                None if owned is None else _json(owned.get("prompt")),
             )
         )
         if not tool_calls:
             continue
         results = results_by_call(observation)
+        responses = owned.get("tool_calls") if owned is not None else None
         for call_index, call in enumerate(tool_calls):
             c = call.get
             tcid = call["tcid"]
@@ -310,15 +344,19 @@ def _split_one(
                     call_index,
                     tcid,
                     call["fn"],
-                    orjson.dumps(call["args"]).decode(),
-                    _json(c("result")),
-                    orjson.dumps(results.get(tcid, [])).decode(),
+                    dumps(call["args"], option=sort).decode(),
+                    _free(c("result")),
+                    dumps(results.get(tcid, []), option=sort).decode(),
                     c("duration_ms"),
-                    _json(c("extra")),
+                    _free(c("extra")),
                     c("kind"),
-                    _json(c("response")),
+                    None if responses is None else _json(responses[call_index].get("response")),
                 )
             )
+
+
+def _any_response(tool_calls: list[Any]) -> bool:
+    return any(call.get("response") is not None for call in tool_calls)
 
 
 # --- reading ----------------------------------------------------------------------------------------
