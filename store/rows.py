@@ -421,6 +421,26 @@ def _sorted(table: pa.Table, keys: Sequence[str]) -> pa.Table:
     return table.take(pc.sort_indices(table, [(k, "ascending") for k in keys]))
 
 
+def _grouped(table: pa.Table, groups: Sequence[str], order: str) -> pa.Table:
+    """`table` with the rows of each `groups` key together, `order` ascending within each: as it is when it
+    is already so (what mapc writes: a document's rows in turn order), checked with Arrow compute; else
+    sorted by `groups` then `order` (copying every cell, the expensive way)."""
+    n = table.num_rows
+    if n < 2:
+        return table
+    head, tail = table.slice(0, n - 1), table.slice(1)
+    changes = None
+    for key in groups:
+        differs = pc.not_equal(head.column(key), tail.column(key))
+        changes = differs if changes is None else pc.or_(changes, differs)
+    assert changes is not None
+    rising = pc.greater(tail.column(order), head.column(order))
+    in_order = pc.all(pc.or_(changes, rising)).as_py()
+    if in_order and pc.sum(changes).as_py() + 1 == table.group_by(list(groups)).aggregate([]).num_rows:
+        return table
+    return _sorted(table, [*groups, order])
+
+
 class _Cells:
     """Parses JSON cells of one table, reporting unparsable ones as problems (fail closed)."""
 
@@ -459,8 +479,8 @@ def rebuild(runs: pa.Table, steps: pa.Table, tool_calls: pa.Table) -> list[dict[
     if problems:
         raise MapcError(problems)
     docs = _rebuild_runs(_sorted(runs, ["storage_ordinal"]), problems)
-    _attach_steps(docs, _sorted(steps, ["document_id", "turn_ordinal"]), problems)
-    _attach_calls(docs, _sorted(tool_calls, ["document_id", "step_id", "call_index"]), problems)
+    _attach_steps(docs, _grouped(steps, ["document_id"], "turn_ordinal"), problems)
+    _attach_calls(docs, _grouped(tool_calls, ["document_id", "step_id"], "call_index"), problems)
     if problems:
         raise MapcError(problems)
     out = []
@@ -633,6 +653,31 @@ def _iter_groups(keys: list[Any]) -> Iterator[tuple[Any, int, int]]:
 def _attach_steps(docs: dict[str, _Doc], steps: pa.Table, problems: list[Problem]) -> None:
     cells = _Cells("steps", problems)
     c = _columns(steps)
+    step_ids, sessions, run_ids, kinds = c["step_id"], c["session_id"], c["run_id"], c["kind"]
+    stamps, sources, reasons, effective = c["timestamp"], c["source"], c["reasoning_content"], c["effective_kind"]
+    had_tool_calls, had_observation, observation_texts = (
+        c["had_tool_calls"],
+        c["had_observation"],
+        c["observation_json"],
+    )
+    p_ts = _parsed(c, "timestamp_source_json", cells)
+    p_msg = _parsed(c, "message_json", cells)
+    p_effort = _parsed(c, "reasoning_effort_json", cells)
+    p_obs = _parsed(c, "observation_json", cells)
+    # The turn's fields after `observation`, in declaration order: (key, its values).
+    plain_tail = (
+        ("observation", p_obs),
+        ("metrics", _parsed(c, "metrics_json", cells)),
+        ("model", c["model_name"]),
+        ("nllm", c["llm_call_count"]),
+        ("copied", c["is_copied_context"]),
+        ("latency_ms", c["latency_ms"]),
+        ("ttft_ms", c["ttft_ms"]),
+        ("extra", _parsed(c, "extra_json", cells)),
+        ("env", _parsed(c, "env_json", cells)),
+        ("prompt", _parsed(c, "prompt_json", cells)),
+        ("finished_at", _parsed(c, "finished_at_json", cells)),
+    )
     for doc_id, start, end in _iter_groups(c["document_id"]):
         state = docs.get(doc_id)
         if state is None:
@@ -659,57 +704,62 @@ def _attach_steps(docs: dict[str, _Doc], steps: pa.Table, problems: list[Problem
             )
             continue
         for i in range(start, end):
-            step_id = c["step_id"][i]
-            key = {"step_id": step_id}
+            step_id = step_ids[i]
             if step_id in state.steps:
+                key = {"step_id": step_id}
                 problems.append(_p("store.duplicate_step_id", "steps", "step_id", "two steps share it", doc_id, **key))
                 continue
-            _denormalized(problems, "steps", state, c["session_id"][i], c["run_id"][i], doc_id, **key)
+            if sessions[i] != state.session or run_ids[i] != state.run_id:
+                _denormalized(problems, "steps", state, sessions[i], run_ids[i], doc_id, step_id=step_id)
             turn: dict[str, Any] = {"id": step_id}
-            _put(turn, "kind", c["kind"][i])
-            source_text = c["timestamp_source_json"][i]
-            ts = cells.parse(source_text, "timestamp_source_json", doc_id, **key)
-            _check_timestamp(problems, ts, c["timestamp"][i], doc_id, key)
-            _put(turn, "ts", ts)
-            turn["src"] = c["source"][i]
-            turn["msg"] = cells.parse(c["message_json"][i], "message_json", doc_id, **key)
-            _put(turn, "reason", c["reasoning_content"][i])
-            _put(
-                turn,
-                "effort",
-                cells.parse(c["reasoning_effort_json"][i], "reasoning_effort_json", doc_id, **key),
-            )
-            had_calls = c["had_tool_calls"][i]
+            if kinds[i] is not None:
+                turn["kind"] = kinds[i]
+            ts = p_ts[i]
+            if ts is not None or stamps[i] is not None:
+                _check_timestamp(problems, ts, stamps[i], doc_id, {"step_id": step_id})
+            if ts is not None:
+                turn["ts"] = ts
+            turn["src"] = sources[i]
+            turn["msg"] = p_msg[i]
+            if reasons[i] is not None:
+                turn["reason"] = reasons[i]
+            if p_effort[i] is not None:
+                turn["effort"] = p_effort[i]
+            had_calls = had_tool_calls[i]
             if had_calls:
                 turn["tool_calls"] = []
-            observation_text = c["observation_json"][i]
-            if c["had_observation"][i] != (observation_text is not None):
+            observation = p_obs[i]
+            if had_observation[i] != (observation_texts[i] is not None):
                 problems.append(
                     _p(
                         "store.observation_flag",
                         "steps",
                         "had_observation",
-                        f"is {c['had_observation'][i]} but observation_json is "
-                        f"{'null' if observation_text is None else 'set'}",
+                        f"is {had_observation[i]} but observation_json is "
+                        f"{'null' if observation_texts[i] is None else 'set'}",
                         doc_id,
-                        **key,
+                        step_id=step_id,
                     )
                 )
-            observation = cells.parse(observation_text, "observation_json", doc_id, **key)
-            _put(turn, "observation", observation)
-            _put(turn, "metrics", cells.parse(c["metrics_json"][i], "metrics_json", doc_id, **key))
-            _put(turn, "model", c["model_name"][i])
-            _put(turn, "nllm", c["llm_call_count"][i])
-            _put(turn, "copied", c["is_copied_context"][i])
-            _put(turn, "latency_ms", c["latency_ms"][i])
-            _put(turn, "ttft_ms", c["ttft_ms"][i])
-            _put(turn, "extra", cells.parse(c["extra_json"][i], "extra_json", doc_id, **key))
-            _put(turn, "env", cells.parse(c["env_json"][i], "env_json", doc_id, **key))
-            _put(turn, "prompt", cells.parse(c["prompt_json"][i], "prompt_json", doc_id, **key))
-            _put(turn, "finished_at", cells.parse(c["finished_at_json"][i], "finished_at_json", doc_id, **key))
+            for name, values in plain_tail:
+                value = values[i]
+                if value is not None:
+                    turn[name] = value
             # effective_kind depends on the calls: checked once they are attached.
-            state.steps[step_id] = (turn, had_calls, observation, c["effective_kind"][i])
+            state.steps[step_id] = (turn, had_calls, observation, effective[i])
             state.turns.append(turn)
+
+
+def _parsed(c: dict[str, list[Any]], column: str, cells: _Cells, keys: Sequence[str] = ("step_id",)) -> list[Any]:
+    """Every cell of a JSON column parsed, in one pass; a cell that is not JSON is reported (with its row's
+    document and `keys`) and read as NULL."""
+    texts = c[column]
+    loads = orjson.loads
+    try:
+        return [None if text is None else loads(text) for text in texts]
+    except orjson.JSONDecodeError:
+        doc_ids = c["document_id"]
+        return [cells.parse(text, column, doc_ids[i], **{k: c[k][i] for k in keys}) for i, text in enumerate(texts)]
 
 
 def _check_timestamp(problems: list[Problem], ts: Any, stored: int | None, doc_id: str, key: dict[str, Any]) -> None:
@@ -734,6 +784,19 @@ def _check_timestamp(problems: list[Problem], ts: Any, stored: int | None, doc_i
 def _attach_calls(docs: dict[str, _Doc], calls: pa.Table, problems: list[Problem]) -> None:
     cells = _Cells("tool_calls", problems)
     c = _columns(calls)
+    keys = ("step_id", "call_index")
+    sessions, run_ids, tcids, names = c["session_id"], c["run_id"], c["tool_call_id"], c["function_name"]
+    indexes_all, results_texts = c["call_index"], c["results_json"]
+    p_args = _parsed(c, "arguments_json", cells, keys)
+    # The call's fields after `args`, in declaration order: (key, its values).
+    tail = (
+        ("result", _parsed(c, "result_json", cells, keys)),
+        ("duration_ms", c["duration_ms"]),
+        ("extra", _parsed(c, "extra_json", cells, keys)),
+        ("kind", c["kind"]),
+        ("response", _parsed(c, "response_json", cells, keys)),
+    )
+    dumps = orjson.dumps
     keys = list(zip(c["document_id"], c["step_id"], strict=True))
     for (doc_id, step_id), start, end in _iter_groups(keys):
         key = {"step_id": step_id}
@@ -780,20 +843,19 @@ def _attach_calls(docs: dict[str, _Doc], calls: pa.Table, problems: list[Problem
         results = results_by_call(observation)
         out = turn["tool_calls"]
         for i in range(start, end):
-            ckey = {"step_id": step_id, "call_index": c["call_index"][i]}
-            _denormalized(problems, "tool_calls", state, c["session_id"][i], c["run_id"][i], doc_id, **ckey)
-            tcid = c["tool_call_id"][i]
-            call: dict[str, Any] = {
-                "tcid": tcid,
-                "fn": c["function_name"][i],
-                "args": cells.parse(c["arguments_json"][i], "arguments_json", doc_id, **ckey),
-            }
-            _put(call, "result", cells.parse(c["result_json"][i], "result_json", doc_id, **ckey))
-            _put(call, "duration_ms", c["duration_ms"][i])
-            _put(call, "extra", cells.parse(c["extra_json"][i], "extra_json", doc_id, **ckey))
-            _put(call, "kind", c["kind"][i])
-            _put(call, "response", cells.parse(c["response_json"][i], "response_json", doc_id, **ckey))
-            _check_results(problems, c["results_json"][i], results.get(tcid, []), doc_id, ckey)
+            if sessions[i] != state.session or run_ids[i] != state.run_id:
+                ckey = {"step_id": step_id, "call_index": indexes_all[i]}
+                _denormalized(problems, "tool_calls", state, sessions[i], run_ids[i], doc_id, **ckey)
+            tcid = tcids[i]
+            call: dict[str, Any] = {"tcid": tcid, "fn": names[i], "args": p_args[i]}
+            for name, values in tail:
+                value = values[i]
+                if value is not None:
+                    call[name] = value
+            derived = results.get(tcid, [])
+            if results_texts[i] != dumps(derived).decode():  # the same canonical text: the common case
+                ckey = {"step_id": step_id, "call_index": indexes_all[i]}
+                _check_results(problems, results_texts[i], derived, doc_id, ckey)
             out.append(call)
     if problems:
         return  # a turn missing its calls would report a misleading effective_kind
