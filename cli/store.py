@@ -7,15 +7,17 @@ so listing commands or running `mapc run` does not pay for them.
 from __future__ import annotations
 
 import os
+import re
 import sys
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import click
 
 from mapc.cli.engines import engine_options, open_engine
 from mapc.cli.files import input_limit, is_jsonl, read_bytes, read_limited, write_bytes
-from mapc.cli.output import document_bytes, dump_json, fail_on
+from mapc.cli.output import dump_json, fail_on, output_bytes
 from mapc.cli.render import report
 from mapc.engine import convert
 from mapc.engine.problems import MapcError
@@ -262,7 +264,7 @@ def export_command(
         described = f"--where {predicate}"
         stories = dataset.read(root, session=session, document=document, documents=documents, described=described)
         result = convert.from_storyline(fmt, stories)
-    write_bytes(output, document_bytes(result))
+    write_bytes(output, output_bytes(output, result))
 
 
 @click.command("index")
@@ -288,20 +290,53 @@ def index_command(dataset_dir: str) -> None:
         click.echo(f"{table}: {', '.join(columns) or '(no rows, no index)'}")
 
 
+class Duration(click.ParamType):
+    """A duration such as ``0s``, ``90s``, ``30m``, ``1h`` or ``2d`` (a bare number is seconds)."""
+
+    name = "DURATION"
+    UNITS: Final = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> timedelta:
+        if isinstance(value, timedelta):
+            return value
+        match = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)?", str(value).strip())
+        if match is None:
+            self.fail(f"{value!r} is not a duration such as 0s, 30m, 1h or 2d", param, ctx)
+        return timedelta(seconds=float(match[1]) * self.UNITS[match[2] or "s"])
+
+
 @click.command("compact")
 @click.argument("dataset_dir", metavar="DATASET", type=_DATASET)
-def compact_command(dataset_dir: str) -> None:
-    """Compact each table and drop older versions.
+@click.option(
+    "--grace",
+    type=Duration(),
+    default="1h",
+    show_default=True,
+    help="Keep versions retired less than this long ago (readers that started before may still use them).",
+)
+def compact_command(dataset_dir: str, grace: timedelta) -> None:
+    """Compact each table, then remove what no reader can still use.
 
-    Small fragments are merged, then the versions older than the result are deleted.
+    Small fragments are merged into new versions, and CURRENT is switched to them in one
+    atomic step.  Then compact removes the versions retired more than --grace ago (the
+    versions this run retired go at a later run, unless --grace 0s), data files no version
+    references, and the staging directories of killed jobs.  A compact killed at any moment
+    leaves a dataset that reads as before.
 
     \b
-    Example:
+    Examples:
       mapc compact /tmp/corpus
+      mapc compact /tmp/corpus --grace 0s
     """
     from mapc.store import dataset
 
+    removed = dataset.Removed()
     with fail_on(dataset_dir):
-        versions = dataset.compact(Path(dataset_dir))
+        versions = dataset.compact(Path(dataset_dir), grace=grace, removed=removed)
     for table, version in versions.items():
         click.echo(f"{table}: version {version}")
+    click.echo(
+        f"removed {removed.versions} old version{'s' if removed.versions != 1 else ''} and "
+        f"{removed.staging} staging leftover{'s' if removed.staging != 1 else ''}",
+        err=True,
+    )

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -438,9 +439,9 @@ def test_index_and_compact(tmp_path):
     assert same(dataset.read(root), expected)
     assert same(dataset.read(root, session="s2"), [expected[2]])
     assert len(latest(root, "steps").get_fragments()) == 4
-    dataset.compact(root)
+    dataset.compact(root, grace=timedelta(0))
     assert len(latest(root, "steps").get_fragments()) == 1
-    assert len(latest(root, "steps").versions()) == 1  # older versions dropped
+    assert len(latest(root, "steps").versions()) == 1  # older versions dropped (no grace period)
     assert same(dataset.read(root), expected)
     assert same(dataset.read(root, session="s2"), [expected[2]])
     put(root, story("s9"))  # still appendable after compaction
