@@ -159,7 +159,7 @@ def test_observation_results_round_trip_and_derive(doc):
 
 @pytest.mark.parametrize(("fmt", "path"), FIXTURE_FILES, ids=[f"{f}/{p.name}" for f, p in FIXTURE_FILES])
 def test_every_shared_fixture_round_trips_exactly(fmt, path):
-    stories = convert.into_storyline(fmt, path.read_bytes())
+    stories = convert.into_storyline(fmt, path.read_bytes(), jsonl=path.suffix in (".jsonl", ".ndjson"))
     assert_exact(stories)
 
 
