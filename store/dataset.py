@@ -655,11 +655,13 @@ def read(
     document: str | None = None,
     documents: Sequence[str] | None = None,
     described: str = "",
+    validate: bool = True,
 ) -> list[dict[str, Any]]:
     """The Storylines of the dataset (or of one session, one document, the `documents` ids), in storage order.
 
     Raises `MapcError` when the rows break a §4 invariant (see `rows.rebuild`), or when the
     filter matches nothing (``store.not_found``; `described` says what `documents` came from).
+    Without `validate` the rebuilt Storylines are not re-validated (see `rows.rebuild`).
     """
     where = None
     if session is not None:
@@ -671,7 +673,7 @@ def read(
         match = pc.field("document_id").isin(pa.array(list(documents), type=pa.string()))
         where = match if where is None else where & match
     t = arrow_tables(root, where)
-    stories = rows.rebuild(t["runs"], t["steps"], t["tool_calls"])
+    stories = rows.rebuild(t["runs"], t["steps"], t["tool_calls"], validate=validate)
     if not stories:
         what = "the dataset holds no document"
         if session is not None or document is not None or documents is not None:

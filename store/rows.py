@@ -462,7 +462,7 @@ class _Cells:
             return None
 
 
-def rebuild(runs: pa.Table, steps: pa.Table, tool_calls: pa.Table) -> list[dict[str, Any]]:
+def rebuild(runs: pa.Table, steps: pa.Table, tool_calls: pa.Table, *, validate: bool = True) -> list[dict[str, Any]]:
     """The Storylines of the rows, in ``storage_ordinal`` order, each checked and re-validated.
 
     Raises `MapcError` holding every broken invariant: unique ``document_id``; steps and calls
@@ -471,7 +471,8 @@ def rebuild(runs: pa.Table, steps: pa.Table, tool_calls: pa.Table) -> list[dict[
     ``had_observation == (observation_json is not null)``; derived ``effective_kind`` and
     ``timestamp``; no call on a step with ``had_tool_calls = false``; ``call_index`` 0..n-1 per
     step; ``results_json`` equal to its derivation from the observation; JSON cells that parse;
-    and finally `storyline.check` on each rebuilt document.
+    and finally `storyline.check` on each rebuilt document (`validated`), unless not `validate`: for
+    a caller that validates the Storylines itself next (an export), and calls `validated` when that fails.
     """
     problems: list[Problem] = []
     for name, table in (("runs", runs), ("steps", steps), ("tool_calls", tool_calls)):
@@ -483,21 +484,25 @@ def rebuild(runs: pa.Table, steps: pa.Table, tool_calls: pa.Table) -> list[dict[
     _attach_calls(docs, _grouped(tool_calls, ["document_id", "step_id"], "call_index"), problems)
     if problems:
         raise MapcError(problems)
-    out = []
-    for doc_id, state in docs.items():
-        story = state.finish()
-        for problem in storyline.check(story):
-            problems.append(
-                Problem(
-                    "store.invalid_document",
-                    _where("runs", doc_id) + problem.pointer,
-                    f"the rebuilt Storyline is invalid: {problem.message} [{problem.code}]",
-                )
-            )
-        out.append(story)
+    out = [state.finish() for state in docs.values()]
+    return validated(out) if validate else out
+
+
+def validated(stories: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`stories` (rebuilt from rows) when each passes `storyline.check`; else `MapcError` naming each
+    problem by its document: ``runs[document_id="d"]/turns/0/src``."""
+    problems = [
+        Problem(
+            "store.invalid_document",
+            _where("runs", document_id(story)) + problem.pointer,
+            f"the rebuilt Storyline is invalid: {problem.message} [{problem.code}]",
+        )
+        for story in stories
+        for problem in storyline.check(story)
+    ]
     if problems:
         raise MapcError(problems)
-    return out
+    return stories
 
 
 class _Doc:

@@ -174,6 +174,26 @@ def test_export_of_a_corrupted_dataset_fails_closed(corpus, runner):
     assert "Traceback" not in result.output
 
 
+@pytest.mark.parametrize("fmt", ["storyline", "atif"])
+def test_export_of_an_invalid_rebuilt_document_names_it(corpus, runner, fmt):
+    """Export validates the rebuilt Storylines once (in the conversion); a failure names the document."""
+    path = corpus / "steps.lance"
+    table = lance.dataset(str(path)).to_table()
+    sources = table.column("source").to_pylist()
+    first_doc = table.column("document_id")[0].as_py()
+    sources[0] = ""  # R-SRC: a turn's source must not be empty
+    index = table.schema.get_field_index("source")
+    table = table.set_column(index, table.schema.field(index), pa.array(sources, pa.string()))
+    lance.write_dataset(table, str(path), schema=table.schema, mode="overwrite")
+    (corpus / "CURRENT").unlink()
+    result = runner.invoke(cli, ["export", str(corpus), "--to", fmt])
+    assert result.exit_code == 1 and result.stdout == ""
+    turn = table.column("turn_ordinal")[0].as_py()
+    expected = f'{corpus}: runs[document_id="{first_doc}"]/turns/{turn}/src: the rebuilt Storyline is invalid'
+    assert result.stderr.startswith(expected), result.stderr
+    assert "[store.invalid_document]" in result.stderr
+
+
 def test_export_usage_errors(tmp_path, runner, corpus):
     assert runner.invoke(cli, ["export", str(tmp_path / "none"), "--to", "atif"]).exit_code == 2
     result = runner.invoke(cli, ["export", str(corpus), "--to", "events"])
