@@ -25,7 +25,9 @@ committed are rolled back at once (``restore`` of their previous version; a tabl
 created is removed) and ``CURRENT`` is left alone.  If the process dies in between, the next
 writer finds tables whose latest version is not the one in ``CURRENT`` and restores them before
 it does anything else.  A directory without ``CURRENT`` (tables written by another tool) is read
-at the latest versions.
+at the latest versions.  An import that replaces stored documents (``mapc store --replace``) commits
+each existing table with one Lance ``merge_insert`` instead of an append (`_merge_table`), under the
+same rules: one commit per table, then ``CURRENT``.
 
 **Concurrency.** Writers take an exclusive ``flock`` on ``DATASET/.lock`` around
 read-check-commit, so the commits of two ``mapc store`` into one dataset run one after the other
