@@ -17,7 +17,7 @@ import click
 
 from mapc.cli.engines import engine_options, open_engine
 from mapc.cli.files import input_limit, is_jsonl, open_regular, read_bytes, read_limited, shown, walk, write_bytes
-from mapc.cli.output import document_bytes, dump_json, fail_on
+from mapc.cli.output import dump_json, fail_on, output_bytes
 from mapc.cli.render import report
 from mapc.engine import convert
 from mapc.engine.problems import MapcError
@@ -255,9 +255,9 @@ def export_command(
       mapc export /tmp/corpus --to storyline -o /tmp/corpus.json
       mapc export /tmp/corpus --to atif --session fixture-sparse_13
       mapc export /tmp/corpus --to openai-msg --where "total_prompt_tokens > 100000"
-      mapc export /tmp/corpus --to atif --where "session_id in (select session_id from tool_calls where function_name = 'Bash')"
+      mapc export /tmp/corpus --to atif --where "session_id in (select session_id from steps where ttft_ms > 5)"
     """
-    from mapc.store import dataset, query
+    from mapc.store import dataset, query, rows
 
     _check_format(fmt, "--to")
     root = Path(dataset_dir)
@@ -269,9 +269,15 @@ def export_command(
             except query.QueryError as exc:  # bad SQL is a usage mistake (exit 2), not bad data
                 raise click.BadParameter(exc.problems[0].message, param_hint="--where") from None
         described = f"--where {predicate}"
-        stories = dataset.read(root, session=session, document=document, documents=documents, described=described)
-        result = convert.from_storyline(fmt, stories)
-    write_bytes(output, document_bytes(result))
+        stories = dataset.read(
+            root, session=session, document=document, documents=documents, described=described, validate=False
+        )
+        try:  # from_storyline validates the Storylines: once, not twice
+            result = convert.from_storyline(fmt, stories)
+        except MapcError:
+            rows.validated(stories)  # an invalid rebuilt document: named by its document_id
+            raise
+    write_bytes(output, output_bytes(output, result))
 
 
 @click.command("index")

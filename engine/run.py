@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from mapc.engine import pointer, rows
+from mapc.engine import fold, pointer, rows
 from mapc.engine.mapped import Mapped, Rebuilt
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.program import Context, Frame, Program, Rule, get_in, pointer_text, put_in
@@ -90,11 +90,26 @@ def _document_id(rule: Rule, doc: Any) -> str:
     return str(rule.convert(doc))
 
 
+def _require_identity(program: Program, story: dict[str, Any], prefix: str) -> None:
+    """A Storyline is named by its ``session`` (or ``trajectory``): without one, a spec error when no
+    rule of the spec writes ``/session``, else a problem of this document (it has no value for it)."""
+    trajectory = story.get("trajectory")
+    if "session" in story or (type(trajectory) is str and trajectory):
+        return
+    if not any(t.tokens == ("session",) for rule in program.spec.rules for t in rule.targets):
+        message = "no rule of the spec writes /session, which names every Storyline"
+        raise MapcError([Problem("spec.no_session", prefix, message, program.spec.at)])
+    message = "the Storyline made from the document is invalid at /session: the document gives it no value"
+    raise MapcError([Problem("schema.required", prefix, message)])
+
+
 def _check_identities(out: list[Mapped]) -> None:
     seen: dict[str, str] = {}
     problems = []
     for m in out:
         ident = document_id(m.story)
+        if type(ident) is not str:
+            continue  # not a Storyline: its validation says why
         if ident in seen:
             other = seen[ident] or "the root"
             message = f"document id {ident!r} is also that of the Storyline from {other}"
@@ -125,6 +140,12 @@ def _forward_node(
                 if k not in known:
                     ctx.residual[base + pointer.escape(k)] = v
     _keep_what_the_reverse_loses(ctx)
+    if program.spec.fold:
+        folded = fold.fold(program.spec.fold, story)
+        if folded is not story:  # `story` is shared with the Context: change it in place
+            story.clear()
+            story.update(folded)
+    _require_identity(program, story, prefix)
     if parent is not None:
         story["parent"] = {"psid": document_id(parent)}
     if ctx.residual:
@@ -169,7 +190,7 @@ def _keep_what_the_reverse_loses(ctx: Context) -> None:
                 values = (values,)
             for path, value in zip(rule.reverse_targets, values, strict=True):
                 have = get_in(frame.elem, path)
-                if have is not MISSING and have is not None and not json_equal(have, value):
+                if have is not MISSING and (have is not None or value is MISSING) and not json_equal(have, value):
                     ctx.residual[at + pointer_text(path)] = have
         elif not json_equal(rule.reverse_value(story_frame, ctx), raw):
             ctx.residual[at] = raw
@@ -259,9 +280,11 @@ def _reverse_members(program: Program, stories: list[dict[str, Any]]) -> Rebuilt
     problems: list[Problem] = []
     ctx = Context({}, None, {}, top=top, count=len(stories))
     for n, story in enumerate(stories):
-        ctx.story, ctx.first, ctx.key = story, n == 0, MISSING
+        view = fold.unfold(program.spec.fold, story) if program.spec.fold else story
+        ctx.story, ctx.first, ctx.key = view, n == 0, MISSING
         out: dict[str, Any] = {}
-        program.reverse_root(story, out, ctx, (), (), (MISSING,))
+        program.reverse_root(view, out, ctx, (), (), (MISSING,))
+        ctx.story = story
         problems.extend(_unwritable(ctx, stories))
         key = ctx.key
         if key is MISSING or key is None:
@@ -298,8 +321,10 @@ def _reverse_node(
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     mapped.append(Mapped(story, prefix))
-    ctx.story, ctx.parent = story, parent
-    program.reverse_root(story, out, ctx, (), (), (MISSING,))
+    view = fold.unfold(program.spec.fold, story) if program.spec.fold else story
+    ctx.story, ctx.parent = view, parent
+    program.reverse_root(view, out, ctx, (), (), (MISSING,))
+    ctx.story = story
     if ctx.problems:
         raise MapcError(_unwritable(ctx, list(index.values())))
     if program.children is not None and type(story.get("children")) is list:
