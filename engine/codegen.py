@@ -1017,7 +1017,9 @@ def generate(name: str, root: Scope) -> tuple[ScopeFn, ScopeFn, str]:
     _forward_scope(w, root, "forward_root", [0])
     _reverse_scope(w, root, "reverse_root", [0])
     source = "\n".join([*w.derivers, "", *w.lines]) + "\n"
-    filename = f"<mapc {name}.yaml forward/reverse>"
+    # A spec name is checked when the spec is read; this one is a label, so it is shown escaped anyway.
+    label = name if name.isprintable() and len(name) <= 100 else repr(name[:100])
+    filename = f"<mapc {label}.yaml forward/reverse>"
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     namespace = dict(w.names)
     exec(compile(source, filename, "exec"), namespace)

@@ -8,15 +8,14 @@ file, line and column; `compile.py` then turns a `Spec` into runnable programs.
 
 from __future__ import annotations
 
-import math
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, TypeAlias
-
-import yaml
+from typing import Any, TypeAlias
 
 from mapc.engine import fold as fold_module
+from mapc.engine import plainyaml, pointer
 from mapc.engine.ops import CONDITION_NAMES
 from mapc.engine.pointer import PointerSyntaxError
 from mapc.engine.problems import MapcError, Problem, SpecLocation
@@ -277,36 +276,16 @@ class Spec:
     rows: RowsSpec | None = None  # a row corpus (engine/rows.py) instead of one document tree
     fold: Any = ()  # elements folded into the one before them (engine/fold.py), parsed
     deprecated: tuple[str, ...] = ()  # old-vocabulary keys, as ``rules[3].reverse_default`` (see upgrade.py)
+    envelope: str = "/_storyline"  # where a document's `_storyline` envelope rides (engine/envelope.py)
 
 
 # --- YAML with locations -------------------------------------------------------------------
 
 
+MAX_NAME = 64  # characters of a spec name (a format name: it is part of output file names)
+SPEC_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", re.ASCII)  # MAX_NAME characters
 MAX_SPEC_NODES = 200_000  # far above any real spec (the shipped ones have a few thousand values)
 MAX_SPEC_DEPTH = 64  # levels of YAML nesting; the shipped specs have at most seven
-_MERGE = "tag:yaml.org,2002:merge"
-_YAML_TAGS = frozenset(
-    f"tag:yaml.org,2002:{t}" for t in ("map", "seq", "str", "int", "float", "bool", "null", "merge", "timestamp")
-)
-
-
-class _DepthLimitedLoader(yaml.SafeLoader):
-    """The safe loader, refusing to compose nodes nested deeper than `MAX_SPEC_DEPTH`: its composer
-    recurses once per level, so a deeply nested file would otherwise exhaust Python's stack."""
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self.depth = 0
-
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
-        self.depth += 1
-        try:
-            if self.depth > MAX_SPEC_DEPTH:
-                mark = self.peek_event().start_mark
-                raise yaml.composer.ComposerError(None, None, f"nested more than {MAX_SPEC_DEPTH} levels deep", mark)
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
-        finally:
-            self.depth -= 1
 
 
 def read_spec_text(path: Path) -> str:
@@ -325,107 +304,19 @@ def read_spec_text(path: Path) -> str:
         ) from None
 
 
+SPEC_LIMITS = plainyaml.Limits(max_nodes=MAX_SPEC_NODES, max_depth=MAX_SPEC_DEPTH)
+_Located = plainyaml.Located  # lint places problems with it too
+
+
 def parse_yaml(file: str, text: str) -> tuple[Any, _Located]:
     """The plain data of spec text and where each of its nodes stands; MapcError (``spec.yaml``,
-    ``spec.duplicate_key``) for text that is not plain YAML data."""
+    ``spec.duplicate_key``) for text that is not plain YAML data (engine/plainyaml.py)."""
     try:
-        node = yaml.compose(text, Loader=_DepthLimitedLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = SpecLocation(file, mark.line + 1, mark.column + 1) if mark else SpecLocation(file, 1, 1)
-        what = getattr(exc, "problem", None) or str(exc)
-        raise MapcError([Problem("spec.yaml", "", f"not valid YAML: {what}", where)]) from None
-    located = _Located(file)
-    return (located.build(node) if node is not None else None), located
-
-
-class _Located:
-    """Plain Python data from YAML plus the (line, column) of every node, keyed by its path."""
-
-    def __init__(self, file: str) -> None:
-        self.file = file
-        self.marks: dict[tuple[Any, ...], tuple[int, int]] = {}
-        self.budget = MAX_SPEC_NODES
-        self.open: set[int] = set()  # the collections being built: an alias to one of them is a cycle
-
-    def build(self, node: yaml.Node, path: tuple[Any, ...] = ()) -> Any:
-        self.marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
-        self.budget -= 1
-        if self.budget < 0:  # aliases of aliases grow exponentially ("billion laughs")
-            self.fail(node, f"the spec expands to more than {MAX_SPEC_NODES} values (aliases nested too deep?)")
-        if node.tag not in _YAML_TAGS:
-            self.fail(node, f"YAML tag {node.tag!r} is not allowed in a spec (only plain YAML data)")
-        if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
-            if id(node) in self.open:
-                self.fail(node, "an alias refers to a node that contains it")
-            self.open.add(id(node))
-            try:
-                return self._collection(node, path)
-            finally:
-                self.open.discard(id(node))
-        try:
-            value = yaml.SafeLoader("").construct_object(node)  # safe scalars: no Python objects
-        except yaml.YAMLError as exc:
-            self.fail(node, f"not a plain YAML value: {getattr(exc, 'problem', None) or exc}")
-        if type(value) is float and not math.isfinite(value):  # .nan, .inf: no JSON number
-            self.fail(node, f"{node.value!r} is not a JSON number")
-        if type(value) is str and not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                self.fail(node, "a string with a lone surrogate is not valid Unicode")
-        return value
-
-    def _collection(self, node: yaml.Node, path: tuple[Any, ...]) -> Any:
-        if isinstance(node, yaml.MappingNode):
-            out: dict[Any, Any] = {}
-            merged: dict[Any, Any] = {}
-            for key_node, value_node in node.value:
-                if key_node.tag == _MERGE:  # `<<: *anchor`: the anchored mapping's keys, below explicit ones
-                    for part in value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]:
-                        value = self.build(part, (*path, "<<"))
-                        if type(value) is not dict:
-                            self.fail(part, "`<<` merges mappings only")
-                        merged.update({k: v for k, v in value.items() if k not in merged})
-                    continue
-                key = self.build(key_node, (*path, "<key>"))
-                if type(key) in (list, dict):
-                    self.fail(key_node, "a mapping key is a plain value, not a mapping or a list")
-                if key in out:
-                    line = key_node.start_mark.line + 1
-                    raise MapcError.single("spec.duplicate_key", "", f"{self.file}:{line}: duplicate key {key!r}")
-                out[key] = self.build(value_node, (*path, key))
-            return {**{k: v for k, v in merged.items() if k not in out}, **out}
-        return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
-
-    def fail(self, node: yaml.Node, message: str) -> NoReturn:
-        line, column = node.start_mark.line + 1, node.start_mark.column + 1
-        raise MapcError([Problem("spec.yaml", "", message, SpecLocation(self.file, line, column))])
-
-    @staticmethod
-    def path_of(data: Any, text: str) -> tuple[Any, ...]:
-        """The path (list positions as ints) in the YAML data of a JSON Pointer into it."""
-        path: list[Any] = []
-        node = data
-        for token in [t.replace("~1", "/").replace("~0", "~") for t in text.split("/")[1:]] if text else []:
-            if type(node) is list and token.isdigit() and int(token) < len(node):
-                key: Any = int(token)
-            elif type(node) is dict:
-                key = next((k for k in node if str(k) == token), token)
-            else:
-                path.append(token)
-                break
-            path.append(key)
-            if type(node) is dict and key not in node:
-                break
-            node = node[key]
-        return tuple(path)
-
-    def at(self, *path: Any, rule: str = "") -> SpecLocation:
-        while path and path not in self.marks:
-            path = path[:-1]
-        line, column = self.marks.get(path, (1, 1))
-        return SpecLocation(self.file, line, column, rule)
+        return plainyaml.load(file, text, SPEC_LIMITS)
+    except plainyaml.YamlDataError as exc:
+        code = "spec.duplicate_key" if exc.kind == "duplicate_key" else "spec.yaml"
+        message = f"{exc.message} (at {exc.pointer})" if exc.kind == "duplicate_key" else exc.message
+        raise MapcError([Problem(code, "", message, SpecLocation(file, exc.line, exc.column))]) from None
 
 
 def load_spec(path: str | Path, text: str | None = None) -> Spec:
@@ -435,6 +326,14 @@ def load_spec(path: str | Path, text: str | None = None) -> Spec:
         data, located = parse_yaml(path.name, read_spec_text(path) if text is None else text)
     except MapcError as exc:
         raise MapcError(exc.problems, source=str(path)) from None
+    return spec_from_data(data, path, located)
+
+
+def spec_from_data(data: Any, path: str | Path, located: _Located | None = None) -> Spec:
+    """The `Spec` of plain spec data (as YAML gives it) named by `path`; raise MapcError.  Without
+    `located` (where each value stands in the file) problems are placed at line 1, column 1."""
+    path = Path(path)
+    located = _Located(path.name) if located is None else located
     problems: list[Problem] = []
     try:
         spec = _SpecReader(located, problems).read(data, str(path))
@@ -553,12 +452,22 @@ class _SpecReader:
         if not isinstance(name, str) or not name:
             self.fail("`name` must be a non-empty string", "name")
             name = "?"
+        elif not SPEC_NAME.fullmatch(name):
+            # The name becomes part of file names (outputs, `<mapc NAME.yaml>` in tracebacks).
+            shown = repr(name) if len(name) <= 80 else f"{name[:40]!r}… ({len(name)} characters)"
+            rule = f"1 to {MAX_NAME} letters, digits, '.', '_' or '-', starting with a letter or digit"
+            self.fail(f"`name` {shown} must be {rule}", "name")
+            name = "?"
         document = data.get("document") or {}
         doc_id = None
         if "id" in document:
             doc_id = self.rule(document["id"], -1, ("document", "id"))
         children = self.template(document["children"], "document", "children") if "children" in document else None
         each = self.template(document["each"], "document", "each") if "each" in document else None
+        envelope_at = document.get("envelope", "/_storyline")
+        if not (isinstance(envelope_at, str) and envelope_at.endswith("/_storyline") and pointer.is_valid(envelope_at)):
+            self.fail("`document.envelope` is a JSON Pointer ending in /_storyline", "document", "envelope")
+            envelope_at = "/_storyline"
         arrays = [self.array(src, dst) for src, dst in (data.get("arrays") or {}).items()]
         objects = []
         for ptr, keys in (data.get("objects") or {}).items():
@@ -588,6 +497,7 @@ class _SpecReader:
             fold=self.folds(data),
             aliases=tuple(str(a) for a in data.get("aliases") or ()),
             rows=rows,
+            envelope=envelope_at,
             at=self.loc.at(),
             deprecated=tuple(self.deprecated),
         )
