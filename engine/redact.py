@@ -3,8 +3,8 @@
 `Redactor` holds compiled patterns: the built-in ones (API keys of common providers, bearer tokens,
 credentials in header-like ``name: value`` text) and any the user adds.  `redact` walks a JSON
 value and returns a copy in which every string has each match replaced by ``[REDACTED]``, and every
-value under a credential-like key (``authorization``, ``api_key``, ``password``, …) replaced whole;
-keys and the shape of the value are kept, so a redacted document still validates.  Nothing here
+string under a credential-like key (``authorization``, ``api_key``, ``password``, …) replaced whole;
+keys and the shape of the value are kept (only strings change), so a redacted document still validates.  Nothing here
 knows a format: it sees only JSON values.
 """
 
@@ -27,11 +27,12 @@ BUILTIN: Final[tuple[tuple[str, str], ...]] = (
     ("Google API key", r"\bAIza[0-9A-Za-z_-]{30,}"),
     ("Hugging Face token", r"\bhf_[A-Za-z0-9]{20,}\b"),
     ("private key block", r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
-    ("bearer or basic credential", r"(?P<keep>\b(?:[Bb]earer|[Bb]asic|[Tt]oken)\s+)[A-Za-z0-9._~+/=-]{8,}"),
+    ("bearer token", r"(?P<keep>\b[Bb]earer\s+)(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{8,}"),
     (
         "credential header or assignment",
         r"(?P<keep>(?i:\b(?:proxy-)?authorization|\bx-api-key|\bapi[_-]?key|\baccess[_-]?token|\bsecret[_-]?key"
-        r"|\bpassword|\bpasswd)[\"']?\s*[:=]\s*[\"']?)(?!\[REDACTED\])[^\s\"',;}]{4,}",
+        r"|\bpassword|\bpasswd)[\"']?\s*[:=]\s*[\"']?(?:(?i:bearer|basic|token)\s+)?)"
+        r"(?!\[REDACTED\]|(?i:bearer|basic|token)\s)[^\s\"',;}]{4,}",
     ),
 )
 
@@ -96,7 +97,7 @@ class Redactor:
         if t is dict:
             out = {}
             for key, item in value.items():
-                if type(key) is str and _is_secret_key(key) and item not in (None, "", MARK):
+                if type(item) is str and item not in ("", MARK) and _is_secret_key(key):
                     self.counter[0] += 1
                     out[key] = MARK
                 else:
