@@ -388,7 +388,7 @@
     const grid = el("div", { id: "compare-view" });
     const rows = Math.max(...pair.map((e) => (e.summary ? e.summary.lines.length : 0)));
     for (const e of pair) {
-      const col = el("div", { class: "cmp-col", "data-id": e.id }, el("h3", { text: e.path }));
+      const col = el("div", { class: "cmp-col", "data-id": e.id }, el("h2", { title: e.path, text: e.name }));
       if (!e.summary) {
         col.append(el("div", { class: "error", text: e.error || "no trajectory" }));
       } else {
