@@ -248,4 +248,4 @@ def _duration(seconds: float | None) -> str | None:
 def _result(res: dict[str, Any]) -> str | None:
     if not res:
         return None
-    return ", ".join(f"{k}={v}" for k, v in res.items())
+    return ", ".join(f"{k}={v if type(v) is str else trajectory._compact(v)}" for k, v in res.items())

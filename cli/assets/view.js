@@ -36,7 +36,11 @@
   function highlight(code, lang) {
     const pre = el("pre", {}), box = el("code", { class: lang ? "lang-" + lang.replace(/[^\w+-]/g, "") : null });
     pre.append(box);
-    const hashComments = !lang || /^(py|python|sh|bash|shell|zsh|yaml|yml|toml|rb|ruby|r|perl|make|dockerfile)$/i.test(lang);
+    if (!lang) {
+      box.textContent = code; // plain text (a tool's output, an unlabelled fence): nothing to colour
+      return pre;
+    }
+    const hashComments = /^(py|python|sh|bash|shell|zsh|yaml|yml|toml|rb|ruby|r|perl|make|dockerfile)$/i.test(lang);
     const re = new RegExp(TOKEN.source, "g");
     let at = 0, m;
     while ((m = re.exec(code)) !== null) {

@@ -144,3 +144,13 @@ def test_unreadable_and_unknown_inputs_are_usage_errors(tmp_path, runner):
     odd.write_bytes(b'{"what": 1}')
     result = runner.invoke(cli, ["show", str(odd)])
     assert result.exit_code == 2 and "--format" in result.stderr
+
+
+def test_the_readme_example_is_what_show_prints(runner, monkeypatch):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").split("## Looking at trajectories", 1)[1]
+    command = readme.split("```sh\n", 1)[1].split("\n", 1)[0]
+    shown = readme.split("```text\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(ROOT)
+    result = runner.invoke(cli, command.split()[1:])
+    assert result.exit_code == 0
+    assert result.stdout == shown
