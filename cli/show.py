@@ -92,6 +92,8 @@ def show_command(
             raise click.BadParameter(f"{exc.path}: {exc.problems[0].message}", param_hint="FILE") from None
         report(exc.path, exc.problems, as_json=as_json)
         sys.exit(1)
+    for line in loaded.warnings:
+        click.echo(line, err=True)
     if redactor is not None:
         loaded = trajectory.Loaded(loaded.path, loaded.fmt, redactor.redact(loaded.stories))
     data = trajectory.summary(loaded, full=full or turn_id is not None)
@@ -138,7 +140,8 @@ def story_lines(data: dict[str, Any], story: dict[str, Any], *, full: bool = Fal
     if story["parent"] is not None:
         title.append("↳ subagent ", "yellow")
     title.append(safe(str(story["session"])), "bold")
-    title.append(f"  {story['format'] or data['format']}  ", "dim")
+    fmt, origin = data["format"], story["format"]
+    title.append(f"  {fmt if origin in (None, fmt) else f'{fmt} (from {origin})'}  ", "dim")
     title.append(safe(data["file"]), "dim")
     if story["parent"] is not None and story["parent"]["turn"] is not None:
         title.append(f"  (from turn {story['parent']['turn']})", "dim")

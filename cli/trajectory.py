@@ -11,6 +11,7 @@ viewer's index lists; it reads only Storyline fields, never a format's own.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ class Loaded:
     path: str
     fmt: str
     stories: list[dict[str, Any]]
+    warnings: tuple[str, ...] = ()  # warning lines about the input (an edited AgenticMD view, …)
 
 
 class LoadError(Exception):
@@ -58,19 +60,23 @@ def load_file(path: str, fmt: str | None = None) -> Loaded:
     try:
         data = read_limited(path)
     except OSError as exc:
-        problem = Problem("input.unreadable", "", f"cannot read: {exc.strerror or exc}")
+        problem = Problem("usage.unreadable", "", f"cannot read: {exc.strerror or exc}")
         raise LoadError(path, [problem], usage=True) from None
     except MapcError as exc:
         raise LoadError(path, exc.problems) from None
     fmt = fmt or detect.detect(path, data)
     if fmt is None:
         message = "cannot tell the format from the file's name or content; say it with --format"
-        raise LoadError(path, [Problem("format.unknown", "", message)], usage=True)
+        raise LoadError(path, [Problem("usage.format_unknown", "", message)], usage=True)
     try:
-        stories = convert.into_storyline(fmt, data, jsonl=is_jsonl(path), path=document_path(path))
+        with warnings.catch_warnings(record=True) as caught:
+            stories = convert.into_storyline(fmt, data, jsonl=is_jsonl(path), path=document_path(path))
     except MapcError as exc:
         raise LoadError(exc.source or path, exc.problems) from None
-    return Loaded(path, fmt, stories)
+    from mapc.cli.render import warning_line
+
+    lines = tuple(warning_line(path, w.message) for w in caught if hasattr(w.message, "pointer"))
+    return Loaded(path, fmt, stories, lines)
 
 
 def load_dataset(path: str) -> Loaded:

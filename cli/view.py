@@ -210,9 +210,13 @@ def read_entries(input: str, fmt: str | None, redactor: Redactor | None) -> list
                 report(exc.path, exc.problems)
             else:
                 entry.fmt, entry.stories = loaded.fmt, loaded.stories
+                for line in loaded.warnings:
+                    click.echo(line, err=True)
             entries.append(entry)
     else:
         loaded = trajectory.load_file(input, fmt)
+        for line in loaded.warnings:
+            click.echo(line, err=True)
         entries.append(Entry("0001", input, loaded.fmt, loaded.stories))
     if redactor is not None:
         for entry in entries:

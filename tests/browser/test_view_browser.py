@@ -46,7 +46,10 @@ def _no_trouble(browser_page) -> None:
     assert all(url.startswith(("file:", "data:", "about:")) for url in browser_page.requests), browser_page.requests
 
 
-@pytest.mark.parametrize("fixture", [*READABLE, SUBAGENTS], ids=lambda p: f"{p.parent.name}/{p.name}")
+RENDERED_MD = ROOT / "tests" / "data" / "viewer" / "code-repair.md"
+
+
+@pytest.mark.parametrize("fixture", [*READABLE, SUBAGENTS, RENDERED_MD], ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_each_fixture_renders_every_turn_and_its_tool_calls(runner, tmp_path, browser_page, fixture):
     page = browser_page.open(_page_file(runner, tmp_path, fixture))
     first = _stories(fixture)[0]

@@ -22,8 +22,9 @@ from mapc.cli.trajectory import Loaded, summary
 ROOT = Path(__file__).resolve().parents[2]
 EXPECTED = ROOT / "tests" / "data" / "show"
 SUBAGENTS = ROOT / "tests" / "data" / "viewer" / "subagents.atif.json"
+RENDERED_MD = ROOT / "tests" / "data" / "viewer" / "code-repair.md"  # mapc convert … --to agenticmd of the ACTF
 SHIPPED = sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.name != "README.md")
-CASES = [*SHIPPED, SUBAGENTS]
+CASES = [*SHIPPED, SUBAGENTS, RENDERED_MD]
 
 
 def _name(path: Path) -> str:
