@@ -17,7 +17,7 @@ import click
 
 from mapc.cli.engines import engine_options, open_engine
 from mapc.cli.files import input_limit, is_jsonl, read_bytes, read_limited, write_bytes
-from mapc.cli.output import document_bytes, dump_json, fail_on
+from mapc.cli.output import dump_json, fail_on, output_bytes
 from mapc.cli.render import report
 from mapc.engine import convert
 from mapc.engine.problems import MapcError
@@ -264,7 +264,7 @@ def export_command(
         described = f"--where {predicate}"
         stories = dataset.read(root, session=session, document=document, documents=documents, described=described)
         result = convert.from_storyline(fmt, stories)
-    write_bytes(output, document_bytes(result))
+    write_bytes(output, output_bytes(output, result))
 
 
 @click.command("index")

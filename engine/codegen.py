@@ -523,7 +523,12 @@ def _reverse_fn_check(w: _Writer, d: int, rule: Rule, level: int, fin: Fin) -> N
         for n, (path, name) in enumerate(zip(rule.reverse_targets, names, strict=True)):
             have = f"{k}h{n}"
             w.emit(1, f"{have} = {w.path_local(1, 'src', path)}")
-            w.emit(1, f"if {have} is not MISSING and {have} is not None and not json_equal({have}, {name}):")
+            # A null the reverse would not write back at all is kept too (absent and null differ).
+            w.emit(
+                1,
+                f"if {have} is not MISSING and ({have} is not None or {name} is MISSING)"
+                f" and not json_equal({have}, {name}):",
+            )
             w.emit(2, f"ctx.checks[{k} + {n}] = (prefix + {pointer_text(path)!r}, {have})")
 
     fin.append(decide)
