@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "data" / "fixtures"
 SUBAGENTS = ROOT / "tests" / "data" / "viewer" / "subagents.atif.json"
 READABLE = sorted(
-    p for p in FIXTURES.rglob("*") if p.is_file() and p.suffix == ".json"
+    p for p in FIXTURES.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl")
 )  # the legacy AgenticMD file cannot be read: its refusal is a test of its own
 
 
@@ -38,7 +38,7 @@ def _stories(path: Path):
     from mapc.engine import detect
 
     data = path.read_bytes()
-    return mapc.into_storyline(detect.detect(str(path), data), data)
+    return mapc.into_storyline(detect.detect(str(path), data), data, jsonl=path.suffix == ".jsonl")
 
 
 def _no_trouble(browser_page) -> None:
@@ -125,7 +125,8 @@ def test_a_directory_filters_and_compares(runner, tmp_path, browser_page):
     page = browser_page.open(_page_file(runner, tmp_path, FIXTURES))
     entries = page.locator("#entries .entry")
     total = entries.count()
-    assert total == 12  # every file (10 JSON, 2 Markdown), the two unreadable ones marked
+    files = [p for p in FIXTURES.rglob("*") if p.suffix in (".json", ".jsonl", ".md")]
+    assert total == len(files) >= 12  # every file, the two unreadable ones (README, legacy AgenticMD) marked
     assert page.locator("#entries .entry.failed").count() == 2
     page.select_option("#f-agent", "ACTF Agent")
     assert page.locator("#entries .entry:visible").count() == 2
