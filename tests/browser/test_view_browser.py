@@ -158,6 +158,21 @@ HOSTILE = [
 ]
 
 
+def _tiny_wav() -> str:
+    """A tenth of a second of silence as base64 WAV."""
+    import base64
+    import io
+    import wave
+
+    out = io.BytesIO()
+    with wave.open(out, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(8000)
+        w.writeframes(b"\0\0" * 800)
+    return base64.b64encode(out.getvalue()).decode()
+
+
 def test_hostile_messages_stay_text(runner, tmp_path, browser_page):
     parts = [{"type": "text", "text": h} for h in HOSTILE]
     parts.append({"type": "image_url", "image_url": {"url": "https://example.invalid/x.png"}})
@@ -166,6 +181,7 @@ def test_hostile_messages_stay_text(runner, tmp_path, browser_page):
         "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
     )
     parts.append({"type": "image_url", "image_url": {"url": tiny_png}})
+    parts.append({"type": "input_audio", "input_audio": {"data": _tiny_wav(), "format": "wav"}})
     story = {
         "schema_version": "storyline/v1",
         "session": "hostile",
@@ -185,6 +201,9 @@ def test_hostile_messages_stay_text(runner, tmp_path, browser_page):
     images = page.locator("#turns img")
     assert images.count() == 1 and images.get_attribute("src") == tiny_png
     assert page.locator("#turns .remote").count() == 2  # shown as addresses, not loaded
+    audio = page.locator("#turns audio")
+    assert audio.count() == 1 and audio.get_attribute("src").startswith("data:audio/wav;base64,")
+    assert audio.get_attribute("controls") is not None
     for text in HOSTILE:
         assert text.replace("**", "") in page.locator("#turns").inner_text() or "bold" in text
     browser_page.screenshot("hostile")

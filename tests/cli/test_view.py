@@ -194,3 +194,30 @@ def test_serve_is_read_only_on_loopback(tmp_path):
 def test_usage_errors(runner, tmp_path, args):
     result = runner.invoke(cli, ["view", *[str(tmp_path / a) if a.endswith(".json") else a for a in args]])
     assert result.exit_code == 2
+
+
+def test_the_serve_command_end_to_end(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    mapc_bin = Path(sys.executable).parent / "mapc"
+    proc = subprocess.Popen(
+        [str(mapc_bin), "view", str(SUBAGENTS), "--serve", "--redact"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        line = proc.stderr.readline()
+        m = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert m, line
+        response, body = _request(int(m[1]), "GET", "/")
+        assert response.status == 200
+        data = page_data(body.decode())
+        assert data["redacted"] is True and data["mode"] == "single"
+        assert _request(int(m[1]), "POST", "/")[0].status == 405
+    finally:
+        os.kill(proc.pid, signal.SIGINT)
+        assert proc.wait(timeout=20) == 130
