@@ -178,14 +178,15 @@ def page(data: dict[str, Any], title: str) -> str:
     """The HTML of one page holding `data`."""
     from html import escape
 
-    return (
-        _asset("view.html")
-        .replace("{{CSP}}", escape(csp(), quote=True))
-        .replace("{{TITLE}}", escape(title))
-        .replace("{{STYLE}}", _asset("view.css"))
-        .replace("{{SCRIPT}}", _asset("view.js"))
-        .replace("{{DATA}}", script_json(data))
-    )
+    values = {
+        "CSP": escape(csp(), quote=True),
+        "TITLE": escape(title),
+        "STYLE": _asset("view.css"),
+        "SCRIPT": _asset("view.js"),
+        "DATA": script_json(data),
+    }
+    # One pass: a value (a file name in the title, say) is never searched for placeholders.
+    return re.sub(r"\{\{([A-Z]+)\}\}", lambda m: values[m[1]], _asset("view.html"))
 
 
 # --- reading the input ---------------------------------------------------------------------------------

@@ -221,3 +221,12 @@ def test_the_serve_command_end_to_end(tmp_path):
     finally:
         os.kill(proc.pid, signal.SIGINT)
         assert proc.wait(timeout=20) == 130
+
+
+def test_a_file_name_is_never_taken_for_a_placeholder(tmp_path, runner):
+    path = _write(tmp_path, _story("x"), "{{SCRIPT}}{{DATA}}.storyline.json")
+    out = tmp_path / "v.html"
+    assert runner.invoke(cli, ["view", str(path), "-o", str(out)]).exit_code == 0
+    html = out.read_text()
+    assert "<title>mapc view: {{SCRIPT}}{{DATA}}.storyline.json</title>" in html
+    assert html.count('"use strict"') == 1
