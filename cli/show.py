@@ -123,15 +123,54 @@ def print_summary(data: dict[str, Any], *, full: bool = False, file: Any = None)
         emoji=False,
         soft_wrap=True,
     )
-    for n, story in enumerate(data["storylines"]):
-        if n:
-            console.print()
-        for line in story_lines(data, story, full=full):
-            console.print(line)
+    for line in summary_lines(data, full=full):
+        console.print("" if line is None else line)
 
 
-def story_lines(data: dict[str, Any], story: dict[str, Any], *, full: bool = False) -> list[Any]:
-    """The rich Text lines of one Storyline: its header, then its turns."""
+def summary_lines(data: dict[str, Any], *, full: bool = False) -> list[Any]:
+    """Every line of a summary (None: a blank line between Storylines).
+
+    A subagent's Storyline is printed right under the turn that spawned it (its `parent.turn`),
+    else after its parent's turns; either way indented one level deeper.
+    """
+    stories = data["storylines"]
+    sessions = {s["session"] for s in stories}
+    kids: dict[Any, list[dict[str, Any]]] = {}
+    roots = []
+    for story in stories:
+        parent = story["parent"]
+        if story["depth"] and parent is not None and parent["session"] in sessions:
+            kids.setdefault(parent["session"], []).append(story)
+        else:
+            roots.append(story)
+    out: list[Any] = []
+    done: set[int] = set()
+
+    def emit(story: dict[str, Any]) -> None:
+        done.add(id(story))
+        out.extend(story_lines(data, story, turns=False))
+        mine = [k for k in kids.get(story["session"], []) if id(k) not in done]
+        pad = "    " * story["depth"]
+        for turn in story["lines"]:
+            out.extend(_turn_lines(pad, turn, full=full))
+            for kid in mine:
+                if id(kid) not in done and kid["parent"]["turn"] == turn["id"]:
+                    emit(kid)
+        for kid in mine:
+            if id(kid) not in done:
+                out.append(None)
+                emit(kid)
+
+    for story in [*roots, *stories]:
+        if id(story) not in done:
+            if out:
+                out.append(None)
+            emit(story)
+    return out
+
+
+def story_lines(data: dict[str, Any], story: dict[str, Any], *, full: bool = False, turns: bool = True) -> list[Any]:
+    """The rich Text lines of one Storyline: its header, then (with `turns`) its turns."""
     from rich.text import Text
 
     pad = "    " * story["depth"]
@@ -159,7 +198,7 @@ def story_lines(data: dict[str, Any], story: dict[str, Any], *, full: bool = Fal
             ],
         )
     )
-    for turn in story["lines"]:
+    for turn in story["lines"] if turns else []:
         lines.extend(_turn_lines(pad, turn, full=full))
     return lines
 

@@ -155,3 +155,34 @@ def test_the_readme_example_is_what_show_prints(runner, monkeypatch):
     result = runner.invoke(cli, command.split()[1:])
     assert result.exit_code == 0
     assert result.stdout == shown
+
+
+def test_a_subagent_is_printed_under_the_turn_that_spawned_it(tmp_path, runner):
+    parent = {
+        "schema_version": "storyline/v1",
+        "session": "lead",
+        "agent": {"id": "a"},
+        "children": ["helper"],
+        "turns": [
+            {"id": 1, "src": "user", "msg": "go"},
+            {"id": 2, "src": "agent", "msg": "spawning", "tool_calls": [{"tcid": "t1", "fn": "Task", "args": {}}]},
+            {"id": 3, "src": "agent", "msg": "done"},
+        ],
+    }
+    child = {
+        "schema_version": "storyline/v1",
+        "session": "helper",
+        "agent": {"id": "b"},
+        "parent": {"psid": "lead", "ptid": 2, "scid": "t1"},
+        "turns": [{"id": 1, "src": "agent", "msg": "helping"}],
+    }
+    path = tmp_path / "tree.storyline.json"
+    path.write_bytes(orjson.dumps([parent, child]))
+    result = runner.invoke(cli, ["show", str(path)])
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    spawn = next(i for i, line in enumerate(lines) if "spawning" in line)
+    assert lines[spawn + 1].strip().startswith("→ Task")
+    assert lines[spawn + 2].startswith("    ↳ subagent helper") and "(from turn 2)" in lines[spawn + 2]
+    assert lines[spawn + 5].startswith("      #1 ") and "helping" in lines[spawn + 5]
+    assert "done" in lines[spawn + 6] and lines[spawn + 6].startswith("  #3")
