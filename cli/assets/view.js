@@ -337,7 +337,13 @@
     for (const k of ["task", "prompt", "final_metrics", "notes", "extra", "meta", "agent", "origin"]) if (s.story[k] != null) meta[k] = s.story[k];
     main.append(el("details", { class: "document" }, el("summary", { text: "document fields" }), el("div", { class: "inner" }, highlight(pretty(meta), "json"))));
     const list = el("div", { id: "turns" });
-    turns.forEach((t, i) => list.append(turnView(t, i, s.unknown.turns[String(i)])));
+    turns.forEach((t, i) => {
+      const view = turnView(t, i, s.unknown.turns[String(i)]);
+      for (const [k, j] of kids) // a subagent opens from the turn that spawned it, too
+        if (k.summary.parent.turn === t.id)
+          view.querySelector(".body").append(el("button", { class: "spawned", "data-story": j, text: "↳ open subagent " + k.summary.session, onclick: () => showEntry(entry, j) }));
+      list.append(view);
+    });
     main.append(list);
   }
 

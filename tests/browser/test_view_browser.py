@@ -226,3 +226,32 @@ def test_a_paged_set_links_index_and_pages(runner, tmp_path, browser_page, monke
     page.wait_for_selector("#entries", timeout=30_000)
     assert page.url.endswith("/index.html")
     _no_trouble(browser_page)
+
+
+def test_a_subagent_opens_from_the_turn_that_spawned_it(runner, tmp_path, browser_page):
+    lead = {
+        "schema_version": "storyline/v1",
+        "session": "lead",
+        "agent": {"id": "a"},
+        "turns": [
+            {"id": 1, "src": "user", "msg": "go"},
+            {"id": 7, "src": "agent", "msg": "spawning", "tool_calls": [{"tcid": "t1", "fn": "Task", "args": {}}]},
+        ],
+    }
+    helper = {
+        "schema_version": "storyline/v1",
+        "session": "helper",
+        "agent": {"id": "b"},
+        "parent": {"psid": "lead", "ptid": 7},
+        "turns": [{"id": 1, "src": "agent", "msg": "helping"}],
+    }
+    source = tmp_path / "tree.storyline.json"
+    source.write_bytes(orjson.dumps([lead, helper]))
+    page = browser_page.open(_page_file(runner, tmp_path, source))
+    spawned = page.locator('#turns > .turn[data-turn-id="7"] button.spawned')
+    assert spawned.count() == 1 and page.locator("#turns button.spawned").count() == 1
+    spawned.click()
+    assert "helper" in page.locator("#story-header").inner_text()
+    header = page.locator("#story-header").inner_text().lower()  # the labels are upper-case by style
+    assert "parent\nlead turn 7" in header
+    _no_trouble(browser_page)
