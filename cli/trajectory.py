@@ -75,8 +75,13 @@ def load_file(path: str, fmt: str | None = None) -> Loaded:
         raise LoadError(exc.source or path, exc.problems) from None
     from mapc.cli.render import warning_line
 
-    lines = tuple(warning_line(path, w.message) for w in caught if hasattr(w.message, "pointer"))
-    return Loaded(path, fmt, stories, lines)
+    lines = []
+    for w in caught:
+        if isinstance(getattr(w.message, "pointer", None), str):
+            lines.append(warning_line(path, w.message))
+        else:  # not about the input: shown as Python would have shown it
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    return Loaded(path, fmt, stories, tuple(lines))
 
 
 def load_dataset(path: str) -> Loaded:
