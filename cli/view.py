@@ -127,15 +127,24 @@ def entry_data(entry: Entry, *, full: bool, href: str | None = None) -> dict[str
         out["sessions"] = len(ordered)
     if full:
         out["stories"] = [
-            {"depth": depth, "story": story, "unknown": placed_unknowns(story), "summary": _header(story, depth)}
+            {
+                "depth": depth,
+                "story": story,
+                "unknown": placed_unknowns(story),
+                "summary": _header(story, depth, entry.fmt),
+            }
             for depth, story in ordered
         ]
     return out
 
 
-def _header(story: dict[str, Any], depth: int) -> dict[str, Any]:
+def _header(story: dict[str, Any], depth: int, fmt: str | None = None) -> dict[str, Any]:
+    """A Storyline's summary without its turn lines; `format` names the file's format and the origin's."""
     header = trajectory.story_summary(story, depth=depth)
     del header["lines"]
+    origin = header["format"]
+    if fmt not in (None, "?", "dataset", origin):
+        header["format"] = fmt if origin is None else f"{fmt} (from {origin})"
     return header
 
 

@@ -54,7 +54,7 @@ def test_a_file_becomes_one_page_with_its_storylines(runner, tmp_path):
     assert [s["story"]["session"] for s in entry["stories"]] == ["review-main", "review-sub-1"]
     assert [s["depth"] for s in entry["stories"]] == [0, 1]
     assert entry["stories"] == [
-        {"depth": d, "story": s, "unknown": view.placed_unknowns(s), "summary": view._header(s, d)}
+        {"depth": d, "story": s, "unknown": view.placed_unknowns(s), "summary": view._header(s, d, "atif")}
         for d, s in zip([0, 1], mapc.into_storyline("atif", SUBAGENTS.read_bytes()), strict=True)
     ]
 
@@ -234,3 +234,14 @@ def test_a_file_name_is_never_taken_for_a_placeholder(tmp_path, runner):
     html = out.read_text()
     assert "<title>mapc view: {{SCRIPT}}{{DATA}}.storyline.json</title>" in html
     assert html.count('"use strict"') == 1
+
+
+def test_the_header_names_the_files_format_and_the_origin(tmp_path, runner):
+    out = tmp_path / "v.html"
+    assert (
+        runner.invoke(
+            cli, ["view", str(ROOT / "tests" / "data" / "viewer" / "code-repair.md"), "-o", str(out)]
+        ).exit_code
+        == 0
+    )
+    assert page_data(out.read_text())["entries"][0]["stories"][0]["summary"]["format"] == "agenticmd (from actf)"
