@@ -31,6 +31,8 @@ COMMANDS = {
     "spec": "mapc.cli.spec:spec_group",
     "explain": "mapc.cli.spec:explain_command",
     "conformance": "mapc.cli.conformance:conformance_group",
+    "show": "mapc.cli.show:show_command",
+    "view": "mapc.cli.view:view_command",
 }
 
 
