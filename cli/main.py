@@ -24,6 +24,8 @@ COMMANDS = {
     "index": "mapc.cli.store:index_command",
     "compact": "mapc.cli.store:compact_command",
     "query": "mapc.cli.query:query_command",
+    "stats": "mapc.cli.query:stats_command",
+    "find": "mapc.cli.query:find_command",
     "events": "mapc.cli.events:events_group",
     "spec": "mapc.cli.spec:spec_group",
     "explain": "mapc.cli.spec:explain_command",
