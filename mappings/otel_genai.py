@@ -315,6 +315,16 @@ def _spans(doc: Any) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+def _is_tool_result(message: dict[str, Any]) -> bool:
+    """A message holding tool results only (they are read from the execute_tool spans)."""
+    parts = message.get("parts")
+    return (
+        bool(parts)
+        and type(parts) is list
+        and all(type(p) is dict and p.get("type") == "tool_call_response" for p in parts)
+    )
+
+
 def _text(parts: list[Any]) -> Any:
     """A message's text from its parts: one text part's content, a `storyline.msg` part's value."""
     texts = [p for p in parts if type(p) is dict and p.get("type") in ("text", "storyline.msg")]
@@ -389,7 +399,7 @@ def _story(at: str, span: dict[str, Any], own: list[tuple[str, dict[str, Any]]],
             continue
         inputs = _loads(a.get("gen_ai.input.messages", "[]"), f"{sat}/attributes") or []
         outputs = _loads(a.get("gen_ai.output.messages", "[]"), f"{sat}/attributes") or []
-        new = [m for m in inputs[seen_inputs:] if type(m) is dict and m.get("role") != "tool"]
+        new = [m for m in inputs[seen_inputs:] if type(m) is dict and not _is_tool_result(m)]
         residuals = _loads(a["storyline.new_turns"], f"{sat}/attributes") if "storyline.new_turns" in a else None
         for k, message in enumerate(new):
             msg = _text(message.get("parts") or [])
