@@ -41,6 +41,10 @@ NAME: Final = "otel-genai"
 SCOPE: Final = {"name": "mapc", "version": "1"}
 INTERNAL, CLIENT = 1, 3
 OP = "gen_ai.operation.name"
+# What no GenAI attribute says rides in attributes of mapc's own namespace (and one part type).
+NS = "storyline."
+DOC, TURN, NEW_TURNS, TRAILING = NS + "document", NS + "turn", NS + "new_turns", NS + "trailing_turns"
+RESULT_JSON, MSG_PART = NS + "result_json", NS + "msg"
 _ROLES = {"user": "user", "system": "system", "agent": "assistant"}
 _SOURCES = {"user": "user", "system": "system", "assistant": "agent"}
 # Storyline metric names (ATIF, ACTF, OpenAI) read as GenAI usage attributes (a copy: the metrics
@@ -85,7 +89,7 @@ def _msg_parts(msg: Any) -> list[dict[str, Any]]:
         return []
     if type(msg) is str:
         return [{"type": "text", "content": msg}]
-    return [{"type": "storyline.msg", "content": msg}]  # a GenericPart: content lists, objects
+    return [{"type": MSG_PART, "content": msg}]  # a GenericPart: content lists, objects
 
 
 def _results(turn: dict[str, Any]) -> dict[str, Any] | None:
@@ -169,9 +173,9 @@ def _story_spans(story: dict[str, Any], trace: str, parent_span: str | None) -> 
             if value is not None:
                 attrs.append(_attr(key, value))
         attrs += [_attr("gen_ai.input.messages", history), _attr("gen_ai.output.messages", [output])]
-        attrs.append(_attr("storyline.turn", rest))
+        attrs.append(_attr(TURN, rest))
         if pending:
-            attrs.append(_attr("storyline.new_turns", pending))
+            attrs.append(_attr(NEW_TURNS, pending))
         spans.append(
             _span(trace, chat_span, agent_span, f"chat {model}" if model else "chat", CLIENT, start, end, attrs)
         )
@@ -188,7 +192,7 @@ def _story_spans(story: dict[str, Any], trace: str, parent_span: str | None) -> 
                 content = results[call["tcid"]]
                 tool_attrs.append(_attr("gen_ai.tool.call.result", content))
                 if type(content) is not str:
-                    tool_attrs.append(_attr("storyline.result_json", True))
+                    tool_attrs.append(_attr(RESULT_JSON, True))
                 history.append(
                     {"role": "tool", "parts": [{"type": "tool_call_response", "id": call["tcid"], "response": content}]}
                 )
@@ -206,10 +210,10 @@ def _story_spans(story: dict[str, Any], trace: str, parent_span: str | None) -> 
     ]
     if agent.get("model"):
         attrs.append(_attr("gen_ai.request.model", agent["model"]))
-    attrs.append(_attr("storyline.document", {k: v for k, v in story.items() if k != "turns"}))
+    attrs.append(_attr(DOC, {k: v for k, v in story.items() if k != "turns"}))
     if pending:
         trailing = [t for t in turns[len(turns) - len(pending) :]]
-        attrs.append(_attr("storyline.trailing_turns", trailing))
+        attrs.append(_attr(TRAILING, trailing))
     end = finished if finished is not None else last
     root = _span(trace, agent_span, parent_span, f"invoke_agent {name}", INTERNAL, base, end, attrs)
     return agent_span, [root, *spans]
@@ -327,7 +331,7 @@ def _is_tool_result(message: dict[str, Any]) -> bool:
 
 def _text(parts: list[Any]) -> Any:
     """A message's text from its parts: one text part's content, a `storyline.msg` part's value."""
-    texts = [p for p in parts if type(p) is dict and p.get("type") in ("text", "storyline.msg")]
+    texts = [p for p in parts if type(p) is dict and p.get("type") in ("text", MSG_PART)]
     if not texts:
         return None
     if len(texts) == 1:
@@ -373,8 +377,8 @@ def decode(data: bytes, path: str | None = None) -> list[dict[str, Any]]:
 
 def _story(at: str, span: dict[str, Any], own: list[tuple[str, dict[str, Any]]], agents: list) -> dict[str, Any]:
     attrs = _attrs(span)
-    if "storyline.document" in attrs:
-        story = _loads(attrs["storyline.document"], f"{at}/attributes")
+    if DOC in attrs:
+        story = _loads(attrs[DOC], f"{at}/attributes")
     else:
         agent_id = attrs.get("gen_ai.agent.id") or attrs.get("gen_ai.agent.name") or "otel-genai"
         story = {
@@ -400,7 +404,7 @@ def _story(at: str, span: dict[str, Any], own: list[tuple[str, dict[str, Any]]],
         inputs = _loads(a.get("gen_ai.input.messages", "[]"), f"{sat}/attributes") or []
         outputs = _loads(a.get("gen_ai.output.messages", "[]"), f"{sat}/attributes") or []
         new = [m for m in inputs[seen_inputs:] if type(m) is dict and not _is_tool_result(m)]
-        residuals = _loads(a["storyline.new_turns"], f"{sat}/attributes") if "storyline.new_turns" in a else None
+        residuals = _loads(a[NEW_TURNS], f"{sat}/attributes") if NEW_TURNS in a else None
         for k, message in enumerate(new):
             msg = _text(message.get("parts") or [])
             if residuals is not None and k < len(residuals):
@@ -411,8 +415,8 @@ def _story(at: str, span: dict[str, Any], own: list[tuple[str, dict[str, Any]]],
         seen_inputs = len(inputs) + 1
         output = outputs[0] if outputs and type(outputs[0]) is dict else {"parts": []}
         parts = output.get("parts") or []
-        if "storyline.turn" in a:
-            turn = dict(_loads(a["storyline.turn"], f"{sat}/attributes"))
+        if TURN in a:
+            turn = dict(_loads(a[TURN], f"{sat}/attributes"))
         else:
             turn = {"id": len(turns) + 1, "src": "agent"}
             start = s.get("startTimeUnixNano")
@@ -436,16 +440,16 @@ def _story(at: str, span: dict[str, Any], own: list[tuple[str, dict[str, Any]]],
                 tool = tools.get(p.get("id"))
                 if tool is not None and "gen_ai.tool.call.result" in tool:
                     content = tool["gen_ai.tool.call.result"]
-                    if tool.get("storyline.result_json"):
+                    if tool.get(RESULT_JSON):
                         content = _loads(content, f"{sat}/attributes")
                     results.append({"source_call_id": p.get("id"), "content": content})
             if results:
                 turn["observation"] = {"results": results}
         turns.append(turn)
-    if "storyline.trailing_turns" in attrs:
-        turns += _loads(attrs["storyline.trailing_turns"], f"{at}/attributes")
+    if TRAILING in attrs:
+        turns += _loads(attrs[TRAILING], f"{at}/attributes")
     story["turns"] = turns
-    if "storyline.document" not in attrs:
+    if DOC not in attrs:
         parent = (span.get("parentSpanId") or "").lower()
         for _pat, p in agents:
             if p["spanId"].lower() == parent:

@@ -231,3 +231,17 @@ def test_bad_ids_are_refused_at_their_pointer() -> None:
         mapc.into_storyline("otel-genai", orjson.dumps(doc))
     (problem,) = info.value.problems
     assert (problem.code, problem.pointer) == ("otel.bad_id", "/resourceSpans/0/scopeSpans/0/spans/1/spanId")
+
+
+def test_export_from_a_dataset_writes_an_otlp_request(runner: Any, tmp_path: Path) -> None:
+    root = tmp_path / "ds"
+    source = FIXTURES / "atif" / "parallel_tools_14.json"
+    assert runner.invoke(cli, ["store", str(source), "--to", str(root)]).exit_code == 0
+    out = tmp_path / "traces.otlp.json"
+    result = runner.invoke(cli, ["export", str(root), "--to", "otel-genai", "-o", str(out), "--redact"])
+    assert result.exit_code == 0, result.output
+    request = to_proto(out.read_text())
+    assert request.resource_spans[0].scope_spans[0].spans[0].name.startswith("invoke_agent")
+    assert "redacted" in result.stderr
+    back = mapc.into_storyline("otel-genai", out.read_bytes())
+    assert plain(mapc.from_storyline("atif", back)) == plain(mapc.convert("atif", "atif", source.read_bytes()))
