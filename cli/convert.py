@@ -11,7 +11,17 @@ import click
 
 from mapc.cli import corpus
 from mapc.cli.engines import engine_options, open_engine
-from mapc.cli.files import check_limit, document_path, is_jsonl, read_bytes, write_bytes, write_chunks
+from mapc.cli.files import (
+    document_path,
+    input_limit,
+    is_jsonl,
+    limited_lines,
+    open_regular,
+    read_bytes,
+    shown,
+    write_bytes,
+    write_chunks,
+)
 from mapc.cli.output import fail_on, json_chunks, jsonl_chunks, output_bytes, redact_options, redactor_of
 from mapc.engine import catalog, convert, detect
 from mapc.engine.problems import MapcError
@@ -94,7 +104,7 @@ def _streams(from_fmt: str, to_fmt: str) -> bool:
 
 def _first_line(path: str) -> bytes:
     try:
-        with open(path, "rb") as lines:
+        with open_regular(path) as lines:  # a FIFO is not opened (read_bytes then says what it is)
             return next((line for line in lines if line.strip()), b"")
     except OSError:
         return b""
@@ -104,8 +114,8 @@ def _convert_lines(input: str, from_fmt: str, to_fmt: str, output: str) -> None:
     """A JSONL file converted line by line into `output`: memory holds one line, not the file."""
     with fail_on(input):
         try:
-            check_limit(input)
-            with open(input, "rb") as lines:
+            with open_regular(input) as handle:  # the limit counts the bytes read, line by line
+                lines = limited_lines(handle, input_limit())
                 documents = convert.convert_lines(from_fmt, to_fmt, lines, path=document_path(input))
                 write_chunks(output, jsonl_chunks(documents) if is_jsonl(output) else json_chunks(documents))
         except OSError as exc:
@@ -170,5 +180,5 @@ def detect_command(files: tuple[str, ...]) -> None:
         data = read_bytes(file)
         fmt = detect.detect(file, data)
         unknown |= fmt is None
-        click.echo(f"{file}\t{fmt or 'unknown'}")
+        click.echo(f"{shown(file)}\t{fmt or 'unknown'}")
     sys.exit(1 if unknown else 0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import warnings
 
 import click
 
@@ -106,6 +107,18 @@ def _restore(saved: dict[str, str | None]) -> None:
             os.environ[env] = value
 
 
+def _show_warning(message: Warning | str, category: type[Warning], *args: object, **kwargs: object) -> None:
+    """A spec's deprecation notice is one line for its author, not a Python warning with source."""
+    if category.__name__ == "SpecDeprecationWarning":
+        click.echo(f"mapc: warning: {message}", err=True)
+    else:
+        _python_show_warning(message, category, *args, **kwargs)  # type: ignore[arg-type]
+
+
+_python_show_warning = warnings.showwarning
+
+
 def main() -> None:
     """Console-script entry point."""
+    warnings.showwarning = _show_warning
     cli()

@@ -7,12 +7,14 @@ from collections.abc import Iterable
 import click
 import orjson
 
+from mapc.cli.files import shown
 from mapc.engine.problems import Problem
 
 
 def problem_line(file: str, problem: Problem) -> str:
-    """One problem as a line: ``FILE: [line N: ]POINTER: message [code] (spec place)``."""
-    return f"{file}: {problem}"
+    """One problem as a line: ``FILE: [line N: ]POINTER: message [code] (spec place)``, escaped so that
+    a file name (or a message quoting one) cannot break it into several lines."""
+    return shown(f"{file}: {problem}")
 
 
 def report(file: str, problems: Iterable[Problem], *, as_json: bool = False) -> None:

@@ -115,7 +115,7 @@ def input_problems(program: Program, doc: Any) -> list[Problem]:
 def forward_unit(program: Program, unit: Unit, path: str | None = None) -> list[dict[str, Any]]:
     """Map one top-level source document to validated Storylines (`path`: the input's relative path)."""
     try:
-        doc, carried = envelope.take(unit.document)
+        doc, carried = envelope.take(unit.document, program.spec.envelope)
         doc = prepare(program.spec.prepare, doc)
         problems = input_problems(program, doc)
         if problems:
@@ -181,14 +181,15 @@ def into_storyline(fmt: str, data: bytes, *, jsonl: bool = False, path: str | No
     codec = codecs.lookup(fmt)
     if codec is not None:  # a format that is not JSON: its own reader, then the hub's checks
         decoded = codec.decode(data, path)
-        failed = storyline.check_all(decoded, prefix=len(decoded) > 1)
+        failed = storyline.check_all(decoded, prefix=len(decoded) > 1) or _over_limits(decoded, len(decoded) > 1)
         if failed:
             raise MapcError(failed)
         return decoded
     if fmt == STORYLINE:
         units = read_units(data, jsonl=jsonl)
         found = [s for u in units for s in storyline.documents(u.document)]
-        failed = storyline.check_all(found, prefix=len(found) > 1 or type(units[0].document) is list)
+        prefix = len(found) > 1 or type(units[0].document) is list
+        failed = storyline.check_all(found, prefix=prefix) or _over_limits(found, prefix)
         if failed:
             raise MapcError(failed)
         return found
@@ -204,6 +205,17 @@ def into_storyline(fmt: str, data: bytes, *, jsonl: bool = False, path: str | No
     if problems:
         raise MapcError(problems)
     return stories
+
+
+def _over_limits(stories: list[dict[str, Any]], prefix: bool) -> list[Problem]:
+    """The residual limits (`--max-unknown-fields`, `--max-unknown-bytes`) hold for Storylines read as
+    they are, as for those a mapping makes (`forward_unit`)."""
+    limits = Limits.from_environment()
+    out: list[Problem] = []
+    for i, story in enumerate(stories):
+        found = limits.problems(story)
+        out.extend(p.within(f"/{i}") for p in found) if prefix else out.extend(found)
+    return out
 
 
 @_bounded_depth
@@ -235,7 +247,7 @@ def from_storyline(fmt: str, stories: list[dict[str, Any]], *, carry: bool = Tru
         where = f"/{k}" if k else ""
         problems = [_export_problem(where, p, fmt) for p in input_problems(program, doc)]
         carriers = ((c, m.story) for m in rebuilt.stories for c in m.carriers)
-        problems += envelope.write(doc, carriers, program.spec.source)
+        problems += envelope.write(doc, carriers, program.spec.source, program.spec.envelope)
         if problems:
             raise MapcError(problems)
         docs.append(doc)

@@ -90,11 +90,26 @@ def _document_id(rule: Rule, doc: Any) -> str:
     return str(rule.convert(doc))
 
 
+def _require_identity(program: Program, story: dict[str, Any], prefix: str) -> None:
+    """A Storyline is named by its ``session`` (or ``trajectory``): without one, a spec error when no
+    rule of the spec writes ``/session``, else a problem of this document (it has no value for it)."""
+    trajectory = story.get("trajectory")
+    if "session" in story or (type(trajectory) is str and trajectory):
+        return
+    if not any(t.tokens == ("session",) for rule in program.spec.rules for t in rule.targets):
+        message = "no rule of the spec writes /session, which names every Storyline"
+        raise MapcError([Problem("spec.no_session", prefix, message, program.spec.at)])
+    message = "the Storyline made from the document is invalid at /session: the document gives it no value"
+    raise MapcError([Problem("schema.required", prefix, message)])
+
+
 def _check_identities(out: list[Mapped]) -> None:
     seen: dict[str, str] = {}
     problems = []
     for m in out:
         ident = document_id(m.story)
+        if type(ident) is not str:
+            continue  # not a Storyline: its validation says why
         if ident in seen:
             other = seen[ident] or "the root"
             message = f"document id {ident!r} is also that of the Storyline from {other}"
@@ -130,6 +145,7 @@ def _forward_node(
         if folded is not story:  # `story` is shared with the Context: change it in place
             story.clear()
             story.update(folded)
+    _require_identity(program, story, prefix)
     if parent is not None:
         story["parent"] = {"psid": document_id(parent)}
     if ctx.residual:

@@ -45,7 +45,7 @@ from typing import Any, Final
 import orjson
 import yaml
 
-from mapc.engine import canonical, pointer, residual, storyline
+from mapc.engine import canonical, plainyaml, pointer, residual, storyline
 from mapc.engine.codecs import Codec
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.values import MISSING, json_equal
@@ -97,21 +97,33 @@ def _fail(code: str, where: str, message: str) -> MapcError:
 # --- YAML ------------------------------------------------------------------------------------------
 
 
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """The safe loader without YAML 1.1 timestamps: an unquoted date stays the text it is."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
     """The safe dumper, never writing anchors and aliases (a value shared in memory is written twice)."""
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
+
+
+MAX_FRONTMATTER_DEPTH: Final = 200  # levels of YAML nesting; far below what the YAML composer's recursion allows
+MAX_YAML_VALUES: Final = 200_000  # values aliases may add beyond one per character of the text
+
+
+def _yaml_limits(text: str) -> plainyaml.Limits:
+    """The spec reader's limits, sized for the frontmatter: without aliases a value takes at least a
+    character, so only an alias expansion can pass the node cap; nesting is capped deeper than in a
+    spec, since the frontmatter holds Storyline values."""
+    return plainyaml.Limits(max_nodes=MAX_YAML_VALUES + len(text), max_depth=MAX_FRONTMATTER_DEPTH)
+
+
+def _read_yaml(text: str, first_line: int = 1) -> Any:
+    """The plain data of frontmatter text, read as untrusted YAML (engine/plainyaml.py): a located
+    ``agenticmd.yaml`` (``agenticmd.duplicate_key``) problem at its pointer for anything else."""
+    try:
+        return plainyaml.load("frontmatter", text, _yaml_limits(text))[0]
+    except plainyaml.YamlDataError as exc:
+        code = "agenticmd.duplicate_key" if exc.kind == "duplicate_key" else "agenticmd.yaml"
+        at = f"line {exc.line + first_line - 1}, column {exc.column}"
+        raise _fail(code, "/frontmatter" + exc.pointer, f"the frontmatter ({at}): {exc.message}") from None
 
 
 def _yaml_text(mapping: dict[str, Any]) -> str:
@@ -123,9 +135,13 @@ def _yaml_text(mapping: dict[str, Any]) -> str:
     options: dict[str, Any] = {"sort_keys": True, "default_flow_style": False, "width": 2**31 - 1}
     for style in ({"allow_unicode": True}, {"allow_unicode": False, "default_style": '"'}):
         text = yaml.dump(mapping, Dumper=_Dumper, **options, **style)
-        if json_equal(yaml.load(text, Loader=_Loader), mapping):
-            return str(text)
-    raise _fail("export.invalid", "", "the Storyline cannot be written as YAML that reads back the same")
+        why = "it reads back as other values"
+        try:
+            if json_equal(_read_yaml(text), mapping):  # read as `decode` will read it
+                return str(text)
+        except MapcError as exc:  # past the reader's limits: the file would not read back
+            why = exc.problems[0].message
+    raise _fail("export.invalid", "", f"the Storyline cannot be written as YAML that reads back the same: {why}")
 
 
 def _json_problem(value: Any, where: str, seen: set[int]) -> Problem | None:
@@ -215,12 +231,7 @@ def _split_frontmatter(data: bytes) -> tuple[dict[str, Any], int]:
         raise _fail(
             "agenticmd.yaml", "/frontmatter", "the frontmatter opened with `---` is never closed by a `---` line"
         )
-    try:
-        loaded = yaml.load(data[start:pos].decode("utf-8"), Loader=_Loader)
-    except RecursionError:
-        raise _fail("agenticmd.yaml", "/frontmatter", "the frontmatter is nested too deeply") from None
-    except yaml.YAMLError as exc:
-        raise _fail("agenticmd.yaml", "/frontmatter", f"the frontmatter is not valid YAML: {exc}") from None
+    loaded = _read_yaml(data[start:pos].decode("utf-8"), first_line=2)
     if loaded is None:
         loaded = {}
     if type(loaded) is not dict:

@@ -25,7 +25,9 @@ committed are rolled back at once (``restore`` of their previous version; a tabl
 created is removed) and ``CURRENT`` is left alone.  If the process dies in between, the next
 writer finds tables whose latest version is not the one in ``CURRENT`` and restores them before
 it does anything else.  A directory without ``CURRENT`` (tables written by another tool) is read
-at the latest versions.
+at the latest versions.  An import that replaces stored documents (``mapc store --replace``) commits
+each existing table with one Lance ``merge_insert`` instead of an append (`_merge_table`), under the
+same rules: one commit per table, then ``CURRENT``.
 
 **Concurrency.** Writers take an exclusive ``flock`` on ``DATASET/.lock`` around
 read-check-commit, so the commits of two ``mapc store`` into one dataset run one after the other
@@ -655,11 +657,13 @@ def read(
     document: str | None = None,
     documents: Sequence[str] | None = None,
     described: str = "",
+    validate: bool = True,
 ) -> list[dict[str, Any]]:
     """The Storylines of the dataset (or of one session, one document, the `documents` ids), in storage order.
 
     Raises `MapcError` when the rows break a §4 invariant (see `rows.rebuild`), or when the
     filter matches nothing (``store.not_found``; `described` says what `documents` came from).
+    Without `validate` the rebuilt Storylines are not re-validated (see `rows.rebuild`).
     """
     where = None
     if session is not None:
@@ -671,7 +675,7 @@ def read(
         match = pc.field("document_id").isin(pa.array(list(documents), type=pa.string()))
         where = match if where is None else where & match
     t = arrow_tables(root, where)
-    stories = rows.rebuild(t["runs"], t["steps"], t["tool_calls"])
+    stories = rows.rebuild(t["runs"], t["steps"], t["tool_calls"], validate=validate)
     if not stories:
         what = "the dataset holds no document"
         if session is not None or document is not None or documents is not None:

@@ -65,19 +65,32 @@ def plain(value: Any) -> Any:
 
 
 def without_source(doc: Any, source: str) -> Any:
-    """`doc` without the `_storyline` entries of `source` (and without an envelope left empty)."""
+    """`doc` without the `_storyline` entries of `source` (and without an envelope left empty).
+
+    The envelope rides at the root, or in ATIF's `/extra/_storyline` (issue 15); an `extra` that
+    held only the envelope was made for it and goes with it."""
     if type(doc) is list:
         return [without_source(d, source) for d in doc]
-    if type(doc) is not dict or "_storyline" not in doc:
+    if type(doc) is not dict:
+        return doc
+    extra = doc.get("extra")
+    if type(extra) is dict and "_storyline" in extra:
+        env, rest = extra["_storyline"], {**doc, "extra": {k: v for k, v in extra.items() if k != "_storyline"}}
+        if not rest["extra"]:
+            del rest["extra"]
+        put = lambda d, e: {**d, "extra": {**d.get("extra", {}), "_storyline": e}}  # noqa: E731
+    elif "_storyline" in doc:
+        env, rest = doc["_storyline"], {k: v for k, v in doc.items() if k != "_storyline"}
+        put = lambda d, e: {**d, "_storyline": e}  # noqa: E731
+    else:
         return doc
     carriers = {}
-    for carrier, entry in doc["_storyline"]["unknown_fields"]["by_trajectory"].items():
+    for carrier, entry in env["unknown_fields"]["by_trajectory"].items():
         sources = {k: v for k, v in entry["sources"].items() if k != source}
         if sources:
             carriers[carrier] = {"sources": sources}
-    rest = {k: v for k, v in doc.items() if k != "_storyline"}
     if carriers:
-        rest["_storyline"] = {"unknown_fields": {"version": 1, "by_trajectory": carriers}}
+        rest = put(rest, {"unknown_fields": {"version": 1, "by_trajectory": carriers}})
     return rest
 
 
