@@ -70,6 +70,34 @@ def jsonl_chunks(documents: Iterator[Any]) -> Iterator[bytes]:
             yield orjson.dumps(item) + b"\n"
 
 
+def redact_options(fn: Any) -> Any:
+    """`--redact` and `--redact-pattern REGEX` (engine/redact.py) for commands that export."""
+    fn = click.option(
+        "--redact-pattern",
+        "redact_patterns",
+        multiple=True,
+        metavar="REGEX",
+        help="Also redact matches of this regular expression (repeatable; implies --redact).",
+    )(fn)
+    return click.option(
+        "--redact",
+        is_flag=True,
+        help="Replace API keys, bearer tokens and auth headers in message and tool text by [REDACTED:kind].",
+    )(fn)
+
+
+def redactor_of(redact: bool, patterns: tuple[str, ...]) -> Any:
+    """The Redactor the options ask for, or None; a bad pattern is a usage error."""
+    from mapc.engine.redact import Redactor
+
+    if not redact and not patterns:
+        return None
+    try:
+        return Redactor.of(patterns)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--redact-pattern") from None
+
+
 def output_bytes(path: str | None, document: Any) -> bytes:
     """`document_bytes`, or JSONL (`jsonl_chunks`) when the output `path` is named `.jsonl`/`.ndjson`."""
     if path is not None and path.endswith((".jsonl", ".ndjson")) and type(document) is not str:
