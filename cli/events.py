@@ -28,11 +28,16 @@ def events_group() -> None:
 @click.argument("file", metavar="FILE.jsonl")
 @click.option("--to", "to", required=True, metavar="EVENTS.lance", help="The events table (created if needed).")
 def append_command(file: str, to: str) -> None:
-    """Append the EventRecords of a JSONL file.
+    """Append the EventRecords of a JSONL file, idempotently.
 
     The records go to events.lance (created if needed) in one commit.
 
-    Every record needs seq, source, kind and payload; a problem is reported with its line and
+    RFC-0002 requires seq (an unsigned integer), source, kind and payload on every record, and a
+    time: timestamp_unix_ms or timestamp (RFC 3339; both must agree).  New writers must also give
+    event_id, timestamp_unix_ms and producer.  Delivery is at-least-once: a record whose event_id
+    is already stored with the same content is skipped and counted; the same event_id with other
+    content is a conflict.  Records without event_id (legacy) are appended as they are (projection
+    ignores exact repeats).  seq is kept as given.  A problem is reported with its line and
     nothing is appended.
 
     \b
@@ -43,10 +48,13 @@ def append_command(file: str, to: str) -> None:
 
     data = read_bytes(file)
     with fail_on(file):
-        records = events.parse_jsonl(data)
-    with fail_on(to):
-        events.append(Path(to), records)
-    click.echo(f"appended {len(records)} event{'s' if len(records) != 1 else ''} to {to}")
+        records, lines = events.parse_jsonl_lines(data)
+    with fail_on(file):  # conflicts are the input's lines
+        done = events.admit(Path(to), records, lines=lines)
+    message = f"appended {done.appended} event{'s' if done.appended != 1 else ''} to {to}"
+    if done.skipped:
+        message += f" ({done.skipped} already stored, skipped)"
+    click.echo(message)
 
 
 @events_group.command("project")

@@ -24,6 +24,7 @@ from __future__ import annotations
 import fcntl
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -209,7 +210,13 @@ def event_ms(record: dict[str, Any]) -> int | None:
 
 def parse_jsonl(data: bytes) -> list[dict[str, Any]]:
     """EventRecords of a JSONL file (debug/test input only, E-7), each checked; line-located errors."""
+    return parse_jsonl_lines(data)[0]
+
+
+def parse_jsonl_lines(data: bytes) -> tuple[list[dict[str, Any]], list[int]]:
+    """`parse_jsonl`, with the line number of each record (for `admit`'s conflict reports)."""
     records: list[dict[str, Any]] = []
+    numbers: list[int] = []
     problems: list[Problem] = []
     for n, line in enumerate(data.splitlines(), start=1):
         if not line.strip():
@@ -223,11 +230,12 @@ def parse_jsonl(data: bytes) -> list[dict[str, Any]]:
         problems.extend(p.on_line(n) for p in found)
         if not found:
             records.append(record)
+            numbers.append(n)
     if problems:
         raise MapcError(problems)
     if not records:
         raise MapcError.single("input.empty", "", "the file holds no records; it cannot be empty")
-    return records
+    return records, numbers
 
 
 # --- rows -------------------------------------------------------------------------------------------
@@ -283,22 +291,97 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def append(path: Path, records: list[dict[str, Any]]) -> int:
-    """Append `records` (each checked first) to ``events.lance`` at `path`: one Lance commit.
+@dataclass(frozen=True)
+class Appended:
+    """What one `admit` did: the table version after it, and how many records it wrote or skipped."""
 
-    Append-only: rows are never rewritten, and ``seq`` is kept as the producer gave it (E-2: not
-    unique, not re-sorted).  Returns the new table version.
+    version: int
+    appended: int
+    skipped: int
+
+
+def _canonical(record: Any) -> bytes:
+    """A record's bytes with keys sorted: two records are "the same" when these are equal."""
+    return orjson.dumps(record, option=orjson.OPT_SORT_KEYS)
+
+
+def _stored_ids(path: Path) -> dict[str, bytes]:
+    """``event_id`` → canonical record of every stored row that has an ``event_id``."""
+    import lance
+
+    if not (path / "_versions").is_dir():
+        return {}
+    table = lance.dataset(str(path)).to_table(columns=["event_id", "payload_json"], filter="event_id IS NOT NULL")
+    out: dict[str, bytes] = {}
+    ids, texts = table.column("event_id").to_pylist(), table.column("payload_json").to_pylist()
+    for event_id, text in zip(ids, texts, strict=True):
+        try:
+            out.setdefault(event_id, _canonical(orjson.loads(text)))
+        except orjson.JSONDecodeError:
+            out.setdefault(event_id, b"")  # an unreadable row still owns its id: a new record conflicts
+    return out
+
+
+def admit(path: Path, records: list[dict[str, Any]], *, lines: list[int] | None = None) -> Appended:
+    """Append `records` to ``events.lance`` at `path` idempotently (RFC-0002: delivery is at-least-once).
+
+    Each record is checked first.  A record whose ``event_id`` is already stored (or earlier in
+    this batch) with the same content is skipped and counted; the same ``event_id`` with other
+    content is an ``events.event_id_conflict`` at ``/event_id`` and nothing is written.  Records
+    without ``event_id`` (legacy writers) are appended as they are.  `lines` (one per record)
+    locates problems on a JSONL input's lines; without it they are located by ``/index``.
+    Rows are never rewritten and ``seq`` is kept as given (E-2).  One Lance commit, or none when
+    every record was skipped.
     """
     import lance
 
-    problems = [p.within(f"/{i}") for i, r in enumerate(records) for p in record_problems(r)]
+    def locate(i: int, problem: Problem) -> Problem:
+        return problem.on_line(lines[i]) if lines is not None else problem.within(f"/{i}")
+
+    problems = [locate(i, p) for i, r in enumerate(records) for p in record_problems(r)]
     if problems:
         raise MapcError(problems)
-    table = to_table(records)
     with _locked(path):
+        seen = _stored_ids(path)
+        fresh: list[dict[str, Any]] = []
+        skipped = 0
+        for i, record in enumerate(records):
+            event_id = record.get("event_id")
+            if type(event_id) is not str:
+                fresh.append(record)
+                continue
+            mine = _canonical(record)
+            stored = seen.get(event_id)
+            if stored is None:
+                seen[event_id] = mine
+                fresh.append(record)
+            elif stored == mine:
+                skipped += 1
+            else:
+                problems.append(
+                    locate(
+                        i,
+                        Problem(
+                            "events.event_id_conflict",
+                            "/event_id",
+                            f"event_id {_q(event_id)} is already stored with a different record; "
+                            "a retry must repeat the record exactly",
+                        ),
+                    )
+                )
+        if problems:
+            raise MapcError(problems)
         exists = (path / "_versions").is_dir()
+        if not fresh:
+            return Appended(lance.dataset(str(path)).version, 0, skipped)
+        table = to_table(fresh)
         ds = lance.write_dataset(table, str(path), schema=table.schema, mode="append" if exists else "create")
-    return ds.version
+    return Appended(ds.version, len(fresh), skipped)
+
+
+def append(path: Path, records: list[dict[str, Any]]) -> int:
+    """`admit` `records` to ``events.lance`` at `path`; returns the table version after it."""
+    return admit(path, records).version
 
 
 def read_records(path: Path, *, skipped: list[Problem] | None = None) -> list[dict[str, Any]]:
@@ -376,6 +459,19 @@ def read_records(path: Path, *, skipped: list[Problem] | None = None) -> list[di
 
 
 # --- projection: events → Storyline -----------------------------------------------------------------
+
+
+def distinct(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`records` without exact repeats (the first copy kept): at-least-once delivery by a legacy
+    writer, which gives no ``event_id`` to skip them by at append, stores a retry twice."""
+    seen: set[bytes] = set()
+    out = []
+    for record in records:
+        key = _canonical(record)
+        if key not in seen:
+            seen.add(key)
+            out.append(record)
+    return out
 
 
 def storyline_key(record: dict[str, Any]) -> str | None:
@@ -577,6 +673,7 @@ def project_records(records: list[dict[str, Any]]) -> dict[str, Any]:
     """
     if not records:
         raise MapcError.single("events.empty", "", "no event to project")
+    records = distinct(records)
     for record in records:
         _event_time(record)  # timestamp agreement (item 9) before anything else
     session = None
