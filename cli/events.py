@@ -14,7 +14,7 @@ import click
 
 from mapc.cli.files import is_jsonl, read_bytes, write_bytes
 from mapc.cli.output import document_bytes, fail_on
-from mapc.cli.render import report
+from mapc.cli.render import problem_line, report
 from mapc.engine import convert
 from mapc.engine.problems import Problem
 
@@ -65,7 +65,11 @@ def append_command(file: str, to: str) -> None:
 def project_command(events_path: str, fmt: str, output: str | None, session: str | None) -> None:
     """Project events into Storylines, in any format.
 
-    One Storyline per session (REFERENCE.md §1.2), then through the hub.  A stored row
+    One Storyline per session (REFERENCE.md §1.2), then through the hub.  Bodies of a known
+    wire protocol (mappings/wire/: Anthropic Messages) are re-parsed: text, thinking, tool calls
+    and their results, usage, model, stop reason; each turn appears once although every request
+    resends the history, and a request whose history contradicts earlier ones is a warning.
+    Other bodies give the summary fields only, marked extra.degraded.  A stored row
     that cannot be projected (an older mapc or another tool wrote it) is reported and left
     out, the other events are still projected, and the exit status is 1.
 
@@ -79,13 +83,16 @@ def project_command(events_path: str, fmt: str, output: str | None, session: str
     if fmt not in convert.formats():
         raise click.BadParameter(f"{fmt!r} is not one of {', '.join(convert.formats())}", param_hint="--to")
     skipped: list[Problem] = []  # rows and sessions that cannot be projected: reported, the rest still is
+    notes: list[Problem] = []  # projected, but worth a look (a request whose history forks): warnings
     with fail_on(events_path):
         try:
             records = events.read_records(Path(events_path), skipped=skipped)
-            stories = events.project(records, session=session, skipped=skipped)
+            stories = events.project(records, session=session, skipped=skipped, notes=notes)
             result = convert.from_storyline(fmt, stories)
         finally:
             report(events_path, skipped)
+            for note in notes:
+                click.echo(f"warning: {problem_line(events_path, note)}", err=True)
     write_bytes(output, document_bytes(result))
     if skipped:
         sys.exit(1)

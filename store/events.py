@@ -35,6 +35,7 @@ from mapc.engine.problems import MapcError, Problem
 from mapc.engine.rules import SCHEMA_VERSION
 from mapc.engine.timestamp import TimestampError, format_rfc3339, parse_rfc3339, timestamp_ns
 from mapc.engine.views import effective_kind
+from mapc.store import wire
 
 I64_MAX: Final = 2**63 - 1
 NS_PER_MS: Final = 1_000_000
@@ -93,7 +94,11 @@ def _event_schema() -> Any:
 
 
 def _q(value: Any) -> str:
-    return orjson.dumps(value).decode()
+    """`value` quoted as JSON for a message; what JSON cannot hold (an int past 64 bits) as Python writes it."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return repr(value)
 
 
 def record_problems(record: Any) -> list[Problem]:
@@ -467,7 +472,11 @@ def distinct(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     seen: set[bytes] = set()
     out = []
     for record in records:
-        key = _canonical(record)
+        try:
+            key = _canonical(record)
+        except TypeError:  # not JSON (a caller's own record): nothing to compare it by, so kept
+            out.append(record)
+            continue
         if key not in seen:
             seen.add(key)
             out.append(record)
@@ -651,7 +660,7 @@ def _model_of(payload: dict[str, Any]) -> str | None:
     return None
 
 
-def project_records(records: list[dict[str, Any]]) -> dict[str, Any]:
+def project_records(records: list[dict[str, Any]], *, notes: list[Problem] | None = None) -> dict[str, Any]:
     """One Storyline from append-ordered records (§1.2 projection), validated.
 
     - ``session`` = the last non-empty of (``session_id`` → ``storyline_id`` → ``run_id``) in
@@ -698,8 +707,20 @@ def project_records(records: list[dict[str, Any]]) -> dict[str, Any]:
             orphans.append(record)
 
     turns: list[dict[str, Any]] = []
+    conversation: wire.Conversation | None = None
     for call_id, group in groups.items():
-        turns.extend(_call_turns(call_id, group))
+        table = wire.recognise([record["payload"] for record in group])
+        if table is None:  # no protocol table reads these bodies: the summary fields, marked degraded
+            for turn in _call_turns(call_id, group):
+                turn["extra"]["degraded"] = True
+                turns.append(turn)
+            continue
+        if conversation is None or conversation.table is not table:
+            conversation = wire.Conversation(table)
+        before = len(conversation.problems)
+        turns.extend(conversation.add_call(_wire_call(call_id, group, table)))
+        if notes is not None:
+            notes.extend(conversation.problems[before:])
     for record in orphans:
         kind = record["kind"]
         if kind.startswith("session.") or kind == "note":
@@ -805,6 +826,32 @@ def _call_turns(call_id: str, group: list[dict[str, Any]]) -> list[dict[str, Any
     return turns
 
 
+def _wire_call(call_id: str, group: list[dict[str, Any]], table: wire.Table) -> wire.Call:
+    """The last request and last response of one call, with their seq, time and timing."""
+    call = wire.Call(call_id, None, None)
+    req_ms = resp_ms = None
+    for record in group:
+        kind = record["kind"]
+        payload = record["payload"] if type(record["payload"]) is dict else {}
+        ts, ms = _event_time(record)
+        if kind in REQUEST_KINDS:
+            call.request_body, call.request_seq, call.request_ts = wire.request_body(payload), record["seq"], ts
+            req_ms = ms
+        elif kind in RESPONSE_KINDS:
+            call.response_body = wire.response_body(payload, table)
+            call.response_seq, call.response_ts, resp_ms = record["seq"], ts, ms
+            call.status = _http(payload).get("status", payload.get("status"))
+            call.ttft_ms = _first_int(_int_at(payload, "ttft_ms"), _int_at(payload, "timing", "ttft_ms"))
+            call.latency_ms = _first_int(_int_at(payload, "latency_ms"), _int_at(payload, "timing", "duration_ms"))
+    if call.latency_ms is None and req_ms is not None and resp_ms is not None:
+        call.latency_ms = resp_ms - req_ms
+    return call
+
+
+def _first_int(*values: int | None) -> int | None:
+    return next((v for v in values if v is not None), None)
+
+
 def _extra(call_id: str, seq: int | None) -> dict[str, Any]:
     extra: dict[str, Any] = {"call_id": call_id}
     if seq is not None:
@@ -818,14 +865,19 @@ def _put(obj: dict[str, Any], key: str, value: Any) -> None:
 
 
 def project(
-    records: list[dict[str, Any]], *, session: str | None = None, skipped: list[Problem] | None = None
+    records: list[dict[str, Any]],
+    *,
+    session: str | None = None,
+    skipped: list[Problem] | None = None,
+    notes: list[Problem] | None = None,
 ) -> list[dict[str, Any]]:
     """One Storyline per ``storyline_key`` (in order of first appearance), or only `session`'s.
 
     A record with no ``session_id``, ``storyline_id`` or ``run_id`` cannot be placed: error.
     With `skipped` the projection is total: a record that `record_problems` refuses or that
     belongs to no Storyline, and a session whose projection fails, are reported there and left
-    out; only "nothing left to project" is still an error.
+    out; only "nothing left to project" is still an error.  `notes` receives what was projected
+    but should be looked at: ``events.history_fork``, a request whose history contradicts earlier ones.
     """
     groups: dict[str, list[dict[str, Any]]] = {}
     for i, record in enumerate(records):
@@ -854,11 +906,11 @@ def project(
         what = "no event" if session is None else f"no event of session {_q(session)}"
         raise MapcError.single("events.not_found", "", f"{what} to project")
     if skipped is None:
-        return [project_records(group) for group in groups.values()]
+        return [project_records(group, notes=notes) for group in groups.values()]
     out = []
     for key, group in groups.items():
         try:
-            out.append(project_records(group))
+            out.append(project_records(group, notes=notes))
         except MapcError as exc:
             skipped.extend(p.within(f"events[session={_q(key)}]") for p in exc.problems)
         except RecursionError:  # record_problems bounds the depth; this guards a caller's own records

@@ -257,7 +257,7 @@ def test_rule_one_turn_when_only_one_text_exists():
     nothing = events.project_records([ev(0, "http.response", {"http": {"status": 500}}, session_id="s", call_id="c")])
     [turn] = nothing["turns"]
     assert (turn["src"], turn["kind"], turn["msg"], turn["nllm"]) == ("agent", "llm.response", "", 1)
-    assert turn["extra"] == {"call_id": "c", "request_messages": None, "seq": 0}
+    assert turn["extra"] == {"call_id": "c", "request_messages": None, "seq": 0, "degraded": True}
 
 
 def test_rule_metrics_latency_ttft_and_model():

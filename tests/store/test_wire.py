@@ -1,0 +1,221 @@
+"""store/wire.py and the wire projection of store/events.py: Anthropic Messages bodies → Storyline turns."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mapc.engine import storyline
+from mapc.store import events, wire
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "events"
+FOUR = DATA / "anthropic-tool-use.events.jsonl"
+
+
+def four() -> list[dict[str, Any]]:
+    return events.parse_jsonl(FOUR.read_bytes())
+
+
+def sse(*payloads: dict[str, Any]) -> str:
+    return "".join(f"event: {p['type']}\ndata: {json.dumps(p)}\n\n" for p in payloads)
+
+
+def call(seq: int, call_id: str, request: dict[str, Any], response: Any, **http: Any) -> list[dict[str, Any]]:
+    base = {"source": "proxy", "session_id": "s", "call_id": call_id}
+    return [
+        {
+            **base,
+            "seq": seq,
+            "kind": "http.request",
+            "timestamp_unix_ms": 1000 * seq,
+            "payload": {"http": {"method": "POST", "path": "/v1/messages", "request_body": request}},
+        },
+        {
+            **base,
+            "seq": seq + 1,
+            "kind": "http.response",
+            "timestamp_unix_ms": 1000 * seq + 500,
+            "payload": {"http": {"status": 200, "response_body": response, **http}},
+        },
+    ]
+
+
+def reply(text: str, **more: Any) -> dict[str, Any]:
+    return {"type": "message", "role": "assistant", "content": [{"type": "text", "text": text}], **more}
+
+
+def test_the_four_event_case_projects_to_user_agent_with_tool_call_and_result_agent():
+    story = events.project_records(four())
+    assert story == json.loads((DATA / "anthropic-tool-use.storyline.json").read_text())
+    user, tool_turn, answer = story["turns"]
+    assert (user["src"], user["msg"]) == ("user", "What's the weather like in San Francisco?")
+    assert tool_turn["tool_calls"] == [
+        {"tcid": "toolu_01A09q90qw90lq917835lq9", "fn": "get_weather", "args": {"location": "San Francisco, CA"}}
+    ]
+    assert tool_turn["observation"] == {
+        "results": [{"source_call_id": "toolu_01A09q90qw90lq917835lq9", "content": "15 degrees, mostly sunny"}]
+    }
+    assert tool_turn["reason"].startswith("The user wants the weather")
+    assert tool_turn["extra"]["unmapped"][0]["signature"].startswith("EqQB")  # kept, not dropped
+    assert answer["msg"] == "It's currently 15 degrees and mostly sunny in San Francisco."  # the SSE stream
+    assert answer["metrics"] == {
+        "input_tokens": 580,
+        "output_tokens": 15,
+        "cache_read_tokens": 472,
+        "cache_creation_tokens": 0,
+    }
+    assert (answer["extra"]["stop_reason"], answer["ttft_ms"], answer["latency_ms"]) == ("end_turn", 420, 1200)
+    assert storyline.check(story) == []
+
+
+def test_the_expected_storyline_survives_the_cli(tmp_path, runner):
+    from mapc.cli.main import cli
+
+    table = tmp_path / "events.lance"
+    assert runner.invoke(cli, ["events", "append", str(FOUR), "--to", str(table)]).exit_code == 0
+    result = runner.invoke(cli, ["events", "project", str(table)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == json.loads((DATA / "anthropic-tool-use.storyline.json").read_text())
+
+
+def test_history_is_not_repeated_over_three_calls():
+    u1 = {"role": "user", "content": "one"}
+    u2 = {"role": "user", "content": [{"type": "text", "text": "two"}]}
+    u3 = {"role": "user", "content": "three"}
+    a1 = {"role": "assistant", "content": "ONE"}  # history may resend the reply as a string
+    a2 = {"role": "assistant", "content": [{"type": "text", "text": "TWO"}]}
+    records = [
+        *call(0, "c1", {"messages": [u1]}, reply("ONE")),
+        *call(2, "c2", {"messages": [u1, a1, u2]}, reply("TWO")),
+        *call(4, "c3", {"messages": [u1, a1, u2, a2, u3]}, reply("THREE")),
+    ]
+    notes: list[Any] = []
+    story = events.project_records(records, notes=notes)
+    assert [(t["src"], t["msg"]) for t in story["turns"]] == [
+        ("user", "one"),
+        ("agent", "ONE"),
+        ("user", "two"),
+        ("agent", "TWO"),
+        ("user", "three"),
+        ("agent", "THREE"),
+    ]
+    assert notes == []
+
+
+def test_a_request_that_contradicts_the_history_is_reported_and_marked():
+    u1 = {"role": "user", "content": "one"}
+    records = [
+        *call(0, "c1", {"messages": [u1]}, reply("ONE")),
+        *call(2, "c2", {"messages": [u1, {"role": "assistant", "content": "EDITED"}, u1]}, reply("again")),
+    ]
+    notes: list[Any] = []
+    story = events.project_records(records, notes=notes)
+    assert [(p.code, p.pointer) for p in notes] == [
+        ("events.history_fork", 'events[call_id="c2"]/payload/http/request_body/messages/1')
+    ]
+    turns = [(t["src"], t["msg"], t["extra"].get("history_fork")) for t in story["turns"]]
+    assert turns == [
+        ("user", "one", None),
+        ("agent", "ONE", None),
+        ("agent", "EDITED", 1),
+        ("user", "one", 1),
+        ("agent", "again", None),
+    ]
+    assert story["turns"][2]["kind"] == "history"
+
+
+def test_a_streamed_tool_use_assembles_its_input_json_deltas_in_order():
+    stream = sse(
+        {"type": "message_start", "message": {"id": "m", "model": "x", "content": [], "usage": {"input_tokens": 3}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "hm"}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "sig"}},
+        {
+            "type": "content_block_start",
+            "index": 1,
+            "content_block": {"type": "tool_use", "id": "t1", "name": "f", "input": {}},
+        },
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": ""}},
+        {
+            "type": "content_block_delta",
+            "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": '{"a": [1, '},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": '2], "b": "c"}'},
+        },
+        {"type": "content_block_stop", "index": 1},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}},
+        {"type": "message_stop"},
+    )
+    records = call(0, "c", {"model": "x", "messages": [{"role": "user", "content": "go"}]}, stream, body_encoding="sse")
+    _, turn = events.project_records(records)["turns"]
+    assert turn["tool_calls"] == [{"tcid": "t1", "fn": "f", "args": {"a": [1, 2], "b": "c"}}]
+    assert (turn["reason"], turn["msg"], turn["extra"]["stop_reason"]) == ("hm", "", "tool_use")
+    assert turn["extra"]["unmapped"] == [{"type": "thinking", "signature": "sig"}]
+    assert turn["metrics"] == {"input_tokens": 3, "output_tokens": 9}
+
+
+def test_a_tool_result_for_an_unseen_call_and_unknown_blocks_are_kept():
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}
+    request = {
+        "messages": [
+            {"role": "user", "content": [image, {"type": "tool_result", "tool_use_id": "old", "content": "x"}]}
+        ]
+    }
+    user, _ = events.project_records(call(0, "c", request, reply("ok")))["turns"]
+    assert user["extra"]["blocks"] == [image]
+    assert user["observation"] == {"results": [{"source_call_id": "old", "content": "x"}]}
+
+
+def test_the_protocol_hint_recognises_a_body_without_a_path_and_unknown_ones_are_degraded():
+    records = call(0, "c", {"messages": [{"role": "user", "content": "hi"}]}, reply("yo"))
+    for record in records:
+        record["payload"]["http"].pop("path", None)
+    assert all(t["extra"].get("degraded") for t in events.project_records(records)["turns"])
+    for record in records:
+        record["payload"]["protocol"] = "anthropic-messages"
+    turns = events.project_records(records)["turns"]
+    assert [t["extra"]["protocol"] for t in turns] == ["anthropic-messages"] * 2
+    assert wire.recognise([{"http": {"url": "https://api.anthropic.com/v1/messages?beta=true"}}]).protocol == (
+        "anthropic-messages"
+    )
+    assert wire.recognise([{"http": {"path": "/v1/other"}}]) is None
+
+
+def test_usage_keys_the_table_does_not_name_are_kept_in_metrics_extra():
+    body = reply("x", usage={"input_tokens": 1, "output_tokens": 2, "service_tier": "standard"})
+    [table] = [t for t in wire.tables() if t.protocol == "anthropic-messages"]
+    assert wire.usage(body, table.spec) == {
+        "input_tokens": 1,
+        "output_tokens": 2,
+        "extra": {"service_tier": "standard"},
+    }
+
+
+texts = st.text(alphabet="abc xyz", min_size=1, max_size=8)
+
+
+@given(st.lists(st.tuples(texts, texts), min_size=1, max_size=5))
+def test_law_a_growing_conversation_projects_each_turn_once(exchanges):
+    """However many calls, each user text and reply appears once, in order: history is never repeated."""
+    records: list[dict[str, Any]] = []
+    history: list[dict[str, Any]] = []
+    for n, (question, answer) in enumerate(exchanges):
+        history.append({"role": "user", "content": question})
+        records += call(2 * n, f"c{n}", {"messages": copy.deepcopy(history)}, reply(answer))
+        history.append({"role": "assistant", "content": [{"type": "text", "text": answer}]})
+    notes: list[Any] = []
+    story = events.project_records(records, notes=notes)
+    expected = [m for q, a in exchanges for m in (("user", q), ("agent", a))]
+    assert [(t["src"], t["msg"]) for t in story["turns"]] == expected
+    assert notes == []
+    assert orjson.dumps(story)  # JSON all the way
