@@ -17,6 +17,7 @@ a fork) is reported as ``events.history_fork`` and its differing messages are ad
 
 from __future__ import annotations
 
+import contextlib
 import importlib.resources
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -212,8 +213,61 @@ def content_block_events(events: list[Any]) -> dict[str, Any]:
     return message
 
 
+def choice_delta_chunks(chunks: list[Any]) -> dict[str, Any]:
+    """The completion a stream of choice-delta chunks describes (the body a non-streamed call returns).
+
+    Only choice ``index`` 0 is assembled (the first choice, what the projection reads); its
+    ``delta.content``, ``delta.refusal`` and ``delta.reasoning_content`` texts are concatenated,
+    ``delta.tool_calls`` are put together by their ``index`` (``id``, ``function.name`` and the
+    ``function.arguments`` fragments in order); ``finish_reason`` and a final ``usage`` chunk are kept.
+    Chunks of other choices are kept whole in ``other_choices``.
+    """
+    body: dict[str, Any] = {}
+    message: dict[str, Any] = {"role": "assistant"}
+    calls: dict[int, dict[str, Any]] = {}
+    finish = None
+    others = []
+    for chunk in chunks:
+        if type(chunk) is not dict:
+            continue
+        for key in ("id", "model", "created", "system_fingerprint", "service_tier"):
+            if chunk.get(key) is not None:
+                body[key] = chunk[key]
+        if type(chunk.get("usage")) is dict:
+            body["usage"] = chunk["usage"]
+        for choice in chunk.get("choices") or []:
+            if type(choice) is not dict:
+                continue
+            if choice.get("index", 0) != 0:
+                others.append(choice)
+                continue
+            finish = choice.get("finish_reason") or finish
+            delta = choice.get("delta") if type(choice.get("delta")) is dict else {}
+            for key in ("content", "refusal", "reasoning_content"):
+                if type(delta.get(key)) is str:
+                    message[key] = str(message.get(key) or "") + delta[key]
+            for part in delta.get("tool_calls") or []:
+                if type(part) is not dict:
+                    continue
+                call = calls.setdefault(part.get("index", len(calls)), {"function": {"arguments": ""}})
+                for key in ("id", "type"):
+                    if part.get(key) is not None:
+                        call[key] = part[key]
+                function = part.get("function") if type(part.get("function")) is dict else {}
+                if function.get("name") is not None:
+                    call["function"]["name"] = function["name"]
+                call["function"]["arguments"] += str(function.get("arguments") or "")
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    body["choices"] = [{"index": 0, "message": message, "finish_reason": finish}]
+    if others:
+        body["other_choices"] = others
+    return body
+
+
 ASSEMBLERS: Final[dict[str, Callable[[list[Any]], dict[str, Any]]]] = {
     "content-block-events": content_block_events,
+    "choice-delta-chunks": choice_delta_chunks,
 }
 
 
@@ -237,18 +291,50 @@ class Message:
 
     src: str
     blocks: list[dict[str, Any]]
+    role: str | None = None
 
     def key(self) -> bytes:
         """What history matching compares: src, texts, tool-call and tool-result ids (not reasoning)."""
         parts = []
         for block in self.blocks:
             if block["to"] == "msg":
-                parts.append(["msg", block["text"]])
+                if block["text"]:  # "" and absent content are the same message (content: null vs "")
+                    parts.append(["msg", block["text"]])
             elif block["to"] in ("tool_call", "observation"):
                 parts.append([block["to"], block["id"]])
             elif block["to"] == "extra":
                 parts.append(["extra", block["block"]])
         return orjson.dumps([self.src, parts], option=orjson.OPT_SORT_KEYS)
+
+
+def read_block(block: Any, rule: dict[str, Any]) -> dict[str, Any]:
+    """One value read by one table row: ``to`` and the named pointers' values.
+
+    Names listed in the row's ``parse`` hold JSON text (tool-call arguments) and are parsed; text
+    that is not JSON stays a string.  Keys of an object that the row does not read are kept in
+    ``unmapped``.  A row whose text or id is missing or of the wrong type keeps the value whole
+    (``to: extra``), so nothing is lost to a table that does not fit.
+    """
+    read: dict[str, Any] = {"to": rule["to"]}
+    names = {k: v for k, v in rule.items() if k not in ("to", "parse")}
+    for name, where in names.items():
+        value = at(block, where)
+        if value is not MISSING:
+            read[name] = value
+    for name in rule.get("parse", ()):
+        if type(read.get(name)) is str:
+            with contextlib.suppress(orjson.JSONDecodeError):  # text that is not JSON stays a string
+                read[name] = orjson.loads(read[name])
+    if type(block) is dict:
+        used = {pointer.parse(where)[0] for where in names.values() if where != ""}
+        residue = {k: v for k, v in block.items() if k not in used and k != "type"}
+        if residue and "" not in names.values():  # keys the table does not read: kept, not dropped
+            read["unmapped"] = {"type": block["type"], **residue} if "type" in block else residue
+    if read["to"] in ("msg", "reason") and type(read.get("text")) is not str:
+        return {"to": "extra", "block": block}
+    if read["to"] in ("tool_call", "observation") and type(read.get("id")) is not str:
+        return {"to": "extra", "block": block}
+    return read
 
 
 def read_blocks(content: Any, table: Table) -> list[dict[str, Any]]:
@@ -260,35 +346,38 @@ def read_blocks(content: Any, table: Table) -> list[dict[str, Any]]:
     out = []
     for block in content:
         rule = table.spec["blocks"].get(block.get("type")) if type(block) is dict else None
-        if rule is None:
-            out.append({"to": "extra", "block": block})
-            continue
-        read: dict[str, Any] = {"to": rule["to"]}
-        for name, where in rule.items():
-            if name != "to":
-                value = at(block, where)
-                if value is not MISSING:
-                    read[name] = value
-        used = {pointer.parse(where)[0] for name, where in rule.items() if name != "to" and where != ""}
-        residue = {k: v for k, v in block.items() if k not in used and k != "type"}
-        if residue:  # keys the table does not read (a signature, cache_control, citations): kept, not dropped
-            read["unmapped"] = {"type": block["type"], **residue}
-        if read["to"] in ("msg", "reason") and type(read.get("text")) is not str:
-            out.append({"to": "extra", "block": block})  # not the text the table promises: keep it whole
-            continue
-        if read["to"] in ("tool_call", "observation") and type(read.get("id")) is not str:
-            out.append({"to": "extra", "block": block})
-            continue
-        out.append(read)
+        out.append({"to": "extra", "block": block} if rule is None else read_block(block, rule))
     return out
 
 
-def read_message(message: Any, table: Table) -> Message:
-    """One conversation message through the table (an unknown role keeps its own name as src)."""
+def read_message(message: Any, table: Table, *, src: str | None = None) -> Message:
+    """One conversation message through the table (an unknown role keeps its own name as src).
+
+    The table's ``message`` section names the role and content pointers, ``fields``: other
+    message keys that become blocks (``each`` for a list, such as tool calls), and ``whole``: roles
+    whose whole message is one block (a tool-result message).  `src` overrides the role (a response).
+    """
     rules = table.spec["message"]
     role = at(message, rules["role"])
-    src = table.spec["roles"].get(role, role if type(role) is str and role else "unknown")
-    return Message(src, read_blocks(at(message, rules["content"]), table))
+    if src is None:
+        src = table.spec["roles"].get(role, role if type(role) is str and role else "unknown")
+    whole = rules.get("whole", {}).get(role) if type(role) is str else None
+    if whole is not None:
+        block = read_block(message, whole)
+        unmapped = block.get("unmapped")
+        if unmapped is not None:  # the role was read by the message rules
+            unmapped.pop(rules["role"].lstrip("/"), None)
+            if not unmapped:
+                del block["unmapped"]
+        return Message(src, [block], role)
+    blocks = read_blocks(at(message, rules["content"]), table)
+    for field_rule in rules.get("fields", ()):
+        value = at(message, field_rule["at"])
+        if value is MISSING or value is None:
+            continue
+        for item in value if field_rule.get("each") and type(value) is list else [value]:
+            blocks.append(read_block(item, field_rule["rule"]))
+    return Message(src, blocks, role if type(role) is str else None)
 
 
 # --- turns ------------------------------------------------------------------------------------------
@@ -366,7 +455,9 @@ class Conversation:
         if not rest and not orphans:
             return
         turn = self._turn(message.src, rest, call, call.request_seq, call.request_ts)
-        turn["kind"] = "llm.request" if message.src == "user" else "history"
+        turn["kind"] = "history" if message.src == "agent" else "llm.request"  # agent text not seen as a response
+        if message.role is not None and message.role in self.table.spec.get("roles_kept", ()):
+            turn["extra"]["role"] = message.role  # a role read as another's src (developer → system): named
         if orphans:  # a result of a call this projection never saw: kept on the message that carried it
             turn["observation"] = {
                 "results": [{"source_call_id": r["id"], "content": r.get("content")} for r in orphans]
@@ -379,7 +470,7 @@ class Conversation:
     def _add_response(self, call: Call) -> None:
         spec = self.table.spec
         body = call.response_body
-        message = Message("agent", read_blocks(at(body, spec["response"]["content"]), self.table))
+        message = read_message(at(body, spec["response"]["message"]), self.table, src="agent")
         turn = self._turn("agent", message.blocks, call, call.response_seq, call.response_ts)
         turn["kind"] = "llm.response"
         model = at(body, spec["response"]["model"])
@@ -396,7 +487,7 @@ class Conversation:
         if call.ttft_ms is not None:
             turn["ttft_ms"] = call.ttft_ms
         for name, where in spec["response"].items():
-            if name in ("content", "model"):
+            if name in ("message", "model"):
                 continue
             value = at(body, where)
             if value is not MISSING and value is not None:
@@ -433,6 +524,9 @@ class Conversation:
         kept = [b["block"] for b in blocks if b["to"] == "extra"]
         if kept:
             extra["blocks"] = kept
+        for b in blocks:  # a row whose `to` is no turn field names a key of the turn's extra
+            if b["to"] not in ("msg", "reason", "tool_call", "observation", "extra") and "value" in b:
+                extra.setdefault(b["to"], b["value"])
         unmapped = [b["unmapped"] for b in blocks if "unmapped" in b]
         if unmapped:
             extra["unmapped"] = unmapped
@@ -441,22 +535,35 @@ class Conversation:
 
 
 def usage(body: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
-    """The table's usage keys read from `body`; usage keys the table does not name go to ``extra``."""
+    """The table's usage keys read from `body`; what the usage object holds beside them goes to ``extra``."""
     metrics = {}
-    named = set()
+    pointers = list(spec.get("usage", {}).values())
     for name, where in spec.get("usage", {}).items():
         value = at(body, where)
-        named.add(where)
         if value is not MISSING and value is not None:
             metrics[name] = value
-    pointers = list(spec.get("usage", {}).values())
     parent = pointers[0].rsplit("/", 1)[0] if pointers else None
     raw = at(body, parent) if parent else MISSING
     if type(raw) is dict:
-        rest = {k: v for k, v in raw.items() if f"{parent}/{pointer.escape(k)}" not in named}
+        rest = _without(raw, [pointer.parse(w[len(parent) :]) for w in pointers if w.startswith(f"{parent}/")])
         if rest:
             metrics["extra"] = rest
     return metrics or None
+
+
+def _without(obj: dict[str, Any], paths: list[tuple[str, ...]]) -> dict[str, Any]:
+    """`obj` without the leaves at `paths`, objects left empty by that removed too."""
+    out = {}
+    for key, value in obj.items():
+        below = [p[1:] for p in paths if p and p[0] == key]
+        if () in below:
+            continue
+        if below and type(value) is dict:
+            value = _without(value, below)
+            if not value:
+                continue
+        out[key] = value
+    return out
 
 
 @dataclass

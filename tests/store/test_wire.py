@@ -219,3 +219,76 @@ def test_law_a_growing_conversation_projects_each_turn_once(exchanges):
     assert [(t["src"], t["msg"]) for t in story["turns"]] == expected
     assert notes == []
     assert orjson.dumps(story)  # JSON all the way
+
+
+# --- OpenAI Chat Completions -----------------------------------------------------------------------------
+
+OPENAI = DATA / "openai-chat-parallel-tools.events.jsonl"
+
+
+def chat(seq: int, call_id: str, messages: list[Any], response: Any, **http: Any) -> list[dict[str, Any]]:
+    records = call(seq, call_id, {"model": "gpt-x", "messages": messages}, response, **http)
+    records[0]["payload"]["http"]["path"] = "/v1/chat/completions"
+    return records
+
+
+def completion(message: dict[str, Any], finish: str = "stop", **more: Any) -> dict[str, Any]:
+    return {
+        "id": "cc",
+        "model": "gpt-x",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        **more,
+    }
+
+
+def test_openai_parallel_tool_calls_and_a_streamed_answer_project_to_the_recorded_storyline():
+    story = events.project_records(events.parse_jsonl(OPENAI.read_bytes()))
+    assert story == json.loads((DATA / "openai-chat-parallel-tools.storyline.json").read_text())
+    system, user, tools, answer = story["turns"]
+    assert (system["src"], system["extra"]["role"], user["src"]) == ("system", "developer", "user")
+    assert [c["tcid"] for c in tools["tool_calls"]] == ["call_abc123", "call_def456"]
+    assert tools["tool_calls"][0]["args"] == {"location": "Paris, France"}  # the arguments' JSON text, parsed
+    assert [r["content"] for r in tools["observation"]["results"]] == ["18 C, clear", "9 C, rain"]
+    assert answer["msg"] == "Paris: 18 C and clear. Boston: 9 C with rain."
+    assert answer["metrics"]["cache_read_tokens"] == 64 and answer["ttft_ms"] == 310
+    assert tools["metrics"]["extra"]["completion_tokens_details"]["accepted_prediction_tokens"] == 0  # not dropped
+
+
+def test_openai_streamed_tool_call_arguments_are_assembled_by_index():
+    chunks = [
+        {"id": "s", "model": "gpt-x", "choices": [{"index": 0, "delta": {"role": "assistant", "content": None}}]},
+        {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "f"}}]}}]},
+        {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1, "id": "c2", "function": {"name": "g"}}]}}]},
+        {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": '{"x":'}}]}}]},
+        {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1, "function": {"arguments": "not json"}}]}}]},
+        {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": " 1}"}}]}}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    stream = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    _, turn = events.project_records(chat(0, "c", [{"role": "user", "content": "go"}], stream))["turns"]
+    assert turn["tool_calls"] == [
+        {"tcid": "c1", "fn": "f", "args": {"x": 1}},
+        {"tcid": "c2", "fn": "g", "args": "not json"},
+    ]
+    assert (turn["extra"]["stop_reason"], turn["extra"]["id"], turn["model"]) == ("tool_calls", "s", "gpt-x")
+
+
+def test_openai_a_refusal_and_an_error_status_are_kept():
+    refused = completion({"role": "assistant", "content": None, "refusal": "I can't help with that."})
+    _, turn = events.project_records(chat(0, "c", [{"role": "user", "content": "bad"}], refused))["turns"]
+    assert (turn["msg"], turn["extra"]["refusal"]) == ("", "I can't help with that.")
+    error = {"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}
+    records = chat(0, "c", [{"role": "user", "content": "hi"}], error)
+    records[1]["payload"]["http"]["status"] = 429
+    _, turn = events.project_records(records)["turns"]
+    assert (turn["extra"]["status"], turn["extra"]["error"]["code"]) == (429, "rate_limit_exceeded")
+
+
+def test_openai_a_retried_call_with_the_same_history_adds_nothing_twice():
+    u = {"role": "user", "content": "hi"}
+    first = chat(0, "c1", [u], completion({"role": "assistant", "content": "yo"}))
+    retry = chat(2, "c2", [u], completion({"role": "assistant", "content": "yo"}))  # same history, same answer
+    notes: list[Any] = []
+    turns = events.project_records(first + retry, notes=notes)["turns"]
+    assert [(t["src"], t["msg"]) for t in turns] == [("user", "hi"), ("agent", "yo"), ("agent", "yo")]
+    assert [p.code for p in notes] == ["events.history_fork"]  # the second call resends less than was seen
