@@ -7,7 +7,9 @@ Three jobs live here:
   call; `read_records` reads them back in physical append order, failing closed when a row's
   columns disagree with its ``payload_json``, and lets the physical ``session_id`` / ``agent_id``
   columns override the producer's claim (item 8).
-- **Projection** events → Storyline (`project`, `project_records`), by the §1.2 rules.
+- **Projection** events → Storyline (`project`, `project_records`), by the §1.2 rules; the bodies of
+  a wire protocol that ``mappings/wire/`` has a table for are re-parsed by `mapc.store.wire`
+  (tool calls, results, usage, history once), other bodies by the summary fields, marked degraded.
 - **Synthesis** Storyline → events (`synthesize`): the degraded direction.
 
 Why this is code and not a mapping spec in ``mappings/``: a spec maps one document's pointers to
