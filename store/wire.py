@@ -180,12 +180,13 @@ def content_block_events(events: list[Any]) -> dict[str, Any]:
         if type(event) is not dict:
             continue
         kind = event.get("type")
+        index = event.get("index") if type(event.get("index")) is int else len(blocks)
         if kind == "message_start" and type(event.get("message")) is dict:
-            message = {**event["message"], "content": list(event["message"].get("content") or [])}
+            content = event["message"].get("content")
+            message = {**event["message"], "content": content if type(content) is list else []}
         elif kind == "content_block_start" and type(event.get("content_block")) is dict:
-            blocks[event.get("index", len(blocks))] = dict(event["content_block"])
+            blocks[index] = dict(event["content_block"])
         elif kind == "content_block_delta" and type(event.get("delta")) is dict:
-            index = event.get("index")
             block = blocks.setdefault(index, {"type": "text", "text": ""})
             delta = event["delta"]
             kind = delta.get("type")
@@ -200,7 +201,8 @@ def content_block_events(events: list[Any]) -> dict[str, Any]:
             if type(delta) is dict:
                 message.update({k: v for k, v in delta.items()})
             if type(event.get("usage")) is dict:
-                message["usage"] = {**(message.get("usage") or {}), **event["usage"]}
+                before = message.get("usage") if type(message.get("usage")) is dict else {}
+                message["usage"] = {**before, **event["usage"]}
         elif kind == "error":
             message["error"] = event.get("error")
     for index, parts in partial.items():
@@ -208,8 +210,8 @@ def content_block_events(events: list[Any]) -> dict[str, Any]:
         try:
             blocks[index]["input"] = orjson.loads(text) if text else {}
         except orjson.JSONDecodeError:
-            blocks[index]["input"] = text
-    message["content"] = [*message["content"], *(blocks[i] for i in sorted(blocks, key=lambda i: (i is None, i)))]
+            blocks[index]["input"] = text  # not JSON once complete: kept as the text it is
+    message["content"] = [*message["content"], *(blocks[i] for i in sorted(blocks))]
     return message
 
 
@@ -235,7 +237,7 @@ def choice_delta_chunks(chunks: list[Any]) -> dict[str, Any]:
                 body[key] = chunk[key]
         if type(chunk.get("usage")) is dict:
             body["usage"] = chunk["usage"]
-        for choice in chunk.get("choices") or []:
+        for choice in chunk.get("choices") if type(chunk.get("choices")) is list else []:
             if type(choice) is not dict:
                 continue
             if choice.get("index", 0) != 0:
@@ -246,10 +248,11 @@ def choice_delta_chunks(chunks: list[Any]) -> dict[str, Any]:
             for key in ("content", "refusal", "reasoning_content"):
                 if type(delta.get(key)) is str:
                     message[key] = str(message.get(key) or "") + delta[key]
-            for part in delta.get("tool_calls") or []:
+            for part in delta.get("tool_calls") if type(delta.get("tool_calls")) is list else []:
                 if type(part) is not dict:
                     continue
-                call = calls.setdefault(part.get("index", len(calls)), {"function": {"arguments": ""}})
+                index = part.get("index") if type(part.get("index")) is int else len(calls)
+                call = calls.setdefault(index, {"function": {"arguments": ""}})
                 for key in ("id", "type"):
                     if part.get(key) is not None:
                         call[key] = part[key]
@@ -345,7 +348,8 @@ def read_blocks(content: Any, table: Table) -> list[dict[str, Any]]:
         return [] if content is MISSING or content is None else [{"to": "extra", "block": content}]
     out = []
     for block in content:
-        rule = table.spec["blocks"].get(block.get("type")) if type(block) is dict else None
+        kind = block.get("type") if type(block) is dict else None
+        rule = table.spec["blocks"].get(kind) if type(kind) is str else None
         out.append({"to": "extra", "block": block} if rule is None else read_block(block, rule))
     return out
 
@@ -360,7 +364,7 @@ def read_message(message: Any, table: Table, *, src: str | None = None) -> Messa
     rules = table.spec["message"]
     role = at(message, rules["role"])
     if src is None:
-        src = table.spec["roles"].get(role, role if type(role) is str and role else "unknown")
+        src = table.spec["roles"].get(role, role) if type(role) is str and role else "unknown"
     whole = rules.get("whole", {}).get(role) if type(role) is str else None
     if whole is not None:
         block = read_block(message, whole)
@@ -511,16 +515,26 @@ class Conversation:
         reasons = [b["text"] for b in blocks if b["to"] == "reason"]
         if reasons:
             turn["reason"] = "\n\n".join(reasons)
-        calls = [b for b in blocks if b["to"] == "tool_call"]
+        calls, repeated = [], []
+        for b in blocks:
+            if b["to"] != "tool_call":
+                continue
+            if b["id"] in self.calls or any(c["tcid"] == b["id"] for c in calls):
+                repeated.append(b)  # an id already used (an edited history resends it): tcid is unique
+                continue
+            one: dict[str, Any] = {"tcid": b["id"], "fn": b.get("fn"), "args": b.get("args")}
+            if type(one["fn"]) is not str or not one["fn"]:
+                one["fn"] = "unknown"  # Storyline needs a name; what the wire held is kept beside it
+                one["extra"] = {"fn": b.get("fn")}
+            calls.append(one)
+            self.calls[b["id"]] = turn
         if calls:
-            turn["tool_calls"] = [
-                {"tcid": b["id"], "fn": b.get("fn") or "unknown", "args": b.get("args")} for b in calls
-            ]
-            for b in calls:
-                self.calls[b["id"]] = turn
+            turn["tool_calls"] = calls
         extra: dict[str, Any] = {"call_id": call.call_id, "protocol": self.table.protocol}
         if seq is not None:
             extra["seq"] = seq
+        if repeated:
+            extra["repeated_tool_calls"] = [{k: v for k, v in b.items() if k != "to"} for b in repeated]
         kept = [b["block"] for b in blocks if b["to"] == "extra"]
         if kept:
             extra["blocks"] = kept

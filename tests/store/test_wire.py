@@ -292,3 +292,63 @@ def test_openai_a_retried_call_with_the_same_history_adds_nothing_twice():
     turns = events.project_records(first + retry, notes=notes)["turns"]
     assert [(t["src"], t["msg"]) for t in turns] == [("user", "hi"), ("agent", "yo"), ("agent", "yo")]
     assert [p.code for p in notes] == ["events.history_fork"]  # the second call resends less than was seen
+
+
+# --- tables and totality ---------------------------------------------------------------------------------
+
+
+def test_every_shipped_table_is_well_formed():
+    names = {t.protocol for t in wire.tables()}
+    assert names == {"anthropic-messages", "openai-chat-completions"}
+    for table in wire.tables():
+        spec = table.spec
+        assert table.paths and table.stream in wire.ASSEMBLERS
+        for section in ("request", "message", "roles", "response", "usage", "blocks"):
+            assert type(spec[section]) is dict, (table.protocol, section)
+        rows = [*spec["blocks"].values(), *spec["message"].get("whole", {}).values()]
+        rows += [f["rule"] for f in spec["message"].get("fields", ())]
+        for row in rows:
+            assert type(row["to"]) is str
+            for name, where in row.items():
+                if name not in ("to", "parse"):
+                    assert where == "" or where.startswith("/"), (table.protocol, row)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "type",
+                    "role",
+                    "content",
+                    "index",
+                    "id",
+                    "text",
+                    "messages",
+                    "choices",
+                    "delta",
+                    "usage",
+                    "tool_calls",
+                    "input",
+                    "name",
+                ]
+            ),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=12,
+)
+
+
+@given(st.sampled_from(["/v1/messages", "/v1/chat/completions"]), json_values, json_values, st.booleans())
+def test_law_any_body_under_a_known_path_projects_or_fails_cleanly(path, request_body, response_body, as_sse):
+    if as_sse:
+        response_body = f"data: {json.dumps(response_body)}\n\n"
+    records = call(0, "c", request_body, response_body)
+    records[0]["payload"]["http"]["path"] = path
+    story = events.project_records(records)  # a valid Storyline whatever the bodies hold
+    assert storyline.check(story) == []
