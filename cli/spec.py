@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.resources
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,7 @@ from mapc.engine.values import MISSING
 def _spec_text(spec: str) -> tuple[str, str]:
     """(file name, YAML text) of a built-in spec name or a spec path; unreadable is a usage error."""
     if spec in catalog.shipped_names() and not Path(spec).is_file():
-        resource = importlib.resources.files("mapc.mappings").joinpath(f"{spec}.yaml")
-        return f"{spec}.yaml", resource.read_text(encoding="utf-8")
+        return f"{spec}.yaml", catalog.spec_text(spec)
     try:
         return spec, read_spec_text(Path(spec))
     except MapcError as exc:

@@ -1,123 +1,124 @@
-"""Redaction of secrets in text that leaves the machine: API keys, bearer tokens, auth headers.
+"""Redaction: secrets in a JSON value replaced by a marker before it is shown or exported.
 
-Patterns are named regular expressions; a match is replaced by ``[REDACTED:name]``.  The shipped
-patterns (`DEFAULT_PATTERNS`) catch common credential shapes; callers add their own.  This module
-knows no format: `Redactor.text` works on any string, `Redactor.value` on the string leaves of any
-JSON value, and `Redactor.stories` on the message and tool text of Storylines (turn `msg`, `reason`,
-`observation`, tool call `args` and `result`, the prompts, the values kept in `unknown_fields`),
-returning what it replaced by pattern name so the caller can report it: a redacted conversion is
-not exact, and says so.
+`Redactor` holds compiled patterns: the built-in ones (API keys of common providers, bearer tokens,
+credentials in header-like ``name: value`` text) and any the user adds.  `redact` walks a JSON
+value and returns a copy in which every string has each match replaced by ``[REDACTED]``, and every
+string under a credential-like key (``authorization``, ``api_key``, ``password``, …) replaced whole;
+keys and the shape of the value are kept (only strings change), so a redacted document still validates.  Nothing here
+knows a format: it sees only JSON values.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Final
 
-DEFAULT_PATTERNS: dict[str, str] = {
-    # Provider keys with a recognizable prefix (OpenAI/Anthropic sk-, AWS access key ids, GitHub,
-    # Slack, Google API keys).
-    "api_key": (
-        r"\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}"
-        r"|xox[abposr]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})"
+MARK: Final = "[REDACTED]"
+
+# (name, pattern): the name says in errors and docs what a pattern is for.  A pattern with a group
+# named `keep` keeps that part (a header's name) and replaces the rest of the match.
+BUILTIN: Final[tuple[tuple[str, str], ...]] = (
+    ("provider API key (sk-…)", r"\bsk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_-]{16,}"),
+    ("AWS access key id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    ("GitHub token", r"\bgh[pousr]_[A-Za-z0-9]{20,}\b|\bgithub_pat_[A-Za-z0-9_]{20,}\b"),
+    ("Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+    ("Google API key", r"\bAIza[0-9A-Za-z_-]{30,}"),
+    ("Hugging Face token", r"\bhf_[A-Za-z0-9]{20,}\b"),
+    ("private key block", r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
+    ("bearer token", r"(?P<keep>\b[Bb]earer\s+)(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{8,}"),
+    (
+        "credential header or assignment",
+        r"(?P<keep>(?i:\b(?:proxy-)?authorization|\bx-api-key|\bapi[_-]?key|\baccess[_-]?token|\bsecret[_-]?key"
+        r"|\bpassword|\bpasswd)[\"']?\s*[:=]\s*[\"']?(?:(?i:bearer|basic|token)\s+)?)"
+        r"(?!\[REDACTED\]|(?i:bearer|basic|token)\s)[^\s\"',;}]{4,}",
     ),
-    "bearer_token": r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}",
-    # A header (or key=value) naming a credential, up to the end of its value.
-    "auth_header": (
-        r"(?i)\b(?:proxy-)?(?:authorization|x-api-key|api[-_]key|cookie)\s*[:=]\s*(?!\[REDACTED:)[^\s\"',;]+"
-    ),
-}
-TURN_TEXT = ("msg", "reason", "observation")
-CALL_TEXT = ("args", "result")
+)
+
+# Keys whose whole value is a credential, compared lower-case with `-` read as `_`.
+SECRET_KEYS: Final = frozenset(
+    {
+        "authorization",
+        "proxy_authorization",
+        "x_api_key",
+        "api_key",
+        "apikey",
+        "access_token",
+        "refresh_token",
+        "secret",
+        "client_secret",
+        "secret_key",
+        "password",
+        "passwd",
+        "cookie",
+        "set_cookie",
+    }
+)
 
 
-@dataclass(frozen=True, slots=True)
+class PatternError(ValueError):
+    """A user pattern that is not a regular expression; `pattern` is the text given."""
+
+    def __init__(self, pattern: str, message: str) -> None:
+        super().__init__(f"--redact-pattern {pattern!r} is not a regular expression: {message}")
+        self.pattern = pattern
+
+
+@dataclass(frozen=True)
 class Redactor:
-    """Compiled named patterns, applied in order."""
+    """Compiled redaction patterns; `count` is how many replacements `redact` made so far."""
 
-    patterns: tuple[tuple[str, re.Pattern[str]], ...]
+    patterns: tuple[re.Pattern[str], ...]
+    counter: list[int] = field(default_factory=lambda: [0])
 
-    @classmethod
-    def of(cls, extra: Iterable[str] = (), *, defaults: bool = True) -> Redactor:
-        """The shipped patterns (unless `defaults` is false) and `extra` ones, named ``user1``, ``user2``…
+    @property
+    def count(self) -> int:
+        return self.counter[0]
 
-        Raises ValueError naming the pattern that is not a regular expression."""
-        named = list(DEFAULT_PATTERNS.items()) if defaults else []
-        named += [(f"user{i}", p) for i, p in enumerate(extra, start=1)]
-        out = []
-        for name, text in named:
-            try:
-                out.append((name, re.compile(text)))
-            except re.error as exc:
-                raise ValueError(f"{text!r} is not a regular expression: {exc}") from None
-        return cls(tuple(out))
-
-    def text(self, value: str, counts: Counter[str]) -> str:
-        """`value` with every match replaced; `counts` gains one per replacement, by pattern name."""
-        for name, pattern in self.patterns:
-            value, n = pattern.subn(f"[REDACTED:{name}]", value)
-            if n:
-                counts[name] += n
+    def text(self, value: str) -> str:
+        """`value` with every match of every pattern replaced."""
+        for pattern in self.patterns:
+            value = pattern.sub(self._replace, value)
         return value
 
-    def value(self, value: Any, counts: Counter[str]) -> Any:
-        """A JSON value with its string leaves redacted (keys are kept as they are)."""
-        if type(value) is str:
-            return self.text(value, counts)
-        if type(value) is list:
-            return [self.value(v, counts) for v in value]
-        if type(value) is dict:
-            return {k: self.value(v, counts) for k, v in value.items()}
+    def _replace(self, match: re.Match[str]) -> str:
+        self.counter[0] += 1
+        keep = match.groupdict().get("keep")
+        return (keep or "") + MARK
+
+    def redact(self, value: Any) -> Any:
+        """A copy of the JSON `value` with secrets replaced (strings only; numbers and keys stay)."""
+        t = type(value)
+        if t is str:
+            return self.text(value)
+        if t is list:
+            return [self.redact(item) for item in value]
+        if t is dict:
+            out = {}
+            for key, item in value.items():
+                if type(item) is str and item not in ("", MARK) and _is_secret_key(key):
+                    self.counter[0] += 1
+                    out[key] = MARK
+                else:
+                    out[key] = self.redact(item)
+            return out
         return value
 
-    def stories(self, stories: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], Counter[str]]:
-        """Storylines with their message and tool text redacted, and the replacements by pattern."""
-        counts: Counter[str] = Counter()
-        out = []
-        for story in stories:
-            new = dict(story)
-            if type(story.get("prompt")) is dict:
-                new["prompt"] = self.value(story["prompt"], counts)
-            turns = []
-            for turn in story.get("turns") or []:
-                t = dict(turn)
-                for key in TURN_TEXT:
-                    if key in t:
-                        t[key] = self.value(t[key], counts)
-                if type(t.get("prompt")) is dict:
-                    t["prompt"] = self.value(t["prompt"], counts)
-                if type(t.get("tool_calls")) is list:
-                    t["tool_calls"] = [
-                        {k: self.value(v, counts) if k in CALL_TEXT else v for k, v in c.items()}
-                        if type(c) is dict
-                        else c
-                        for c in t["tool_calls"]
-                    ]
-                turns.append(t)
-            if "turns" in story:
-                new["turns"] = turns
-            uf = story.get("unknown_fields")
-            if type(uf) is dict and type(uf.get("sources")) is dict:
-                # Residuals hold source text too (an argument string kept as written, a header).
-                sources = {
-                    name: {**entry, "fields": self.value(entry["fields"], counts)}
-                    if type(entry) is dict and type(entry.get("fields")) is dict
-                    else entry
-                    for name, entry in uf["sources"].items()
-                }
-                new["unknown_fields"] = {**uf, "sources": sources}
-            out.append(new)
-        return out, counts
+
+def _is_secret_key(key: str) -> bool:
+    return key.lower().replace("-", "_") in SECRET_KEYS
 
 
-def summary(counts: Counter[str]) -> str:
-    """``redacted 3 values: api_key=2 bearer_token=1`` (or that nothing was)."""
-    if not counts:
-        return "redacted nothing: no pattern matched"
-    total = sum(counts.values())
-    return f"redacted {total} value{'s' if total != 1 else ''}: " + " ".join(
-        f"{k}={v}" for k, v in sorted(counts.items())
-    )
+def redactor(extra: Iterable[str] = (), *, builtin: bool = True) -> Redactor:
+    """A `Redactor` of the built-in patterns (unless `builtin` is false) and the `extra` ones.
+
+    Raises `PatternError` naming the first user pattern that does not compile.
+    """
+    compiled = [re.compile(p) for _, p in BUILTIN] if builtin else []
+    for text in extra:
+        try:
+            compiled.append(re.compile(text))
+        except re.error as exc:
+            raise PatternError(text, str(exc)) from None
+    return Redactor(tuple(compiled))
