@@ -22,10 +22,10 @@ from mapc.cli.files import (
     write_bytes,
     write_chunks,
 )
-from mapc.cli.output import fail_on, json_chunks, jsonl_chunks, output_bytes, redact_note, redacted
-from mapc.cli.show import make_redactor, redact_options
+from mapc.cli.output import fail_on, json_chunks, jsonl_chunks, output_bytes, redact_options, redactor_of
 from mapc.engine import catalog, convert, detect
 from mapc.engine.problems import MapcError
+from mapc.engine.redact import summary as redact_summary
 
 
 @click.command("convert")
@@ -67,7 +67,7 @@ def convert_command(
       mapc convert tests/data/fixtures/actf/code-repair.actf.json --to atif -o code-repair.atif.json
       mapc convert tests/data/fixtures/atif --to storyline -o /tmp/stories --workers 2
     """
-    redactor = make_redactor(redact, redact_patterns)
+    redactor = redactor_of(redact, redact_patterns)
     if Path(input).is_dir():
         if redactor is not None:
             raise click.BadParameter("--redact converts one file at a time, not a directory", param_hint="--redact")
@@ -92,11 +92,11 @@ def convert_command(
             _hint_detected(input, data, from_fmt)
             raise
         if redactor is not None:
-            stories = redacted(redactor, stories)
+            stories, counts = redactor.stories(stories)
         result = convert.from_storyline(to_fmt, stories)
     write_bytes(output, output_bytes(output, result))
     if redactor is not None:
-        click.echo(redact_note(input, redactor), err=True)
+        click.echo(f"{input}: {redact_summary(counts)}", err=True)
 
 
 def _hint_detected(input: str, data: bytes, from_fmt: str) -> None:

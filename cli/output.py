@@ -70,16 +70,32 @@ def jsonl_chunks(documents: Iterator[Any]) -> Iterator[bytes]:
             yield orjson.dumps(item) + b"\n"
 
 
-def redacted(redactor: Any, stories: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`stories` with every string `redactor` (engine/redact.py) finds a secret in replaced: the
-    message and tool text, the residuals, every other string; keys and shapes are kept."""
-    return [redactor.redact(story) for story in stories]
+def redact_options(fn: Any) -> Any:
+    """`--redact` and `--redact-pattern REGEX` (engine/redact.py) for commands that export."""
+    fn = click.option(
+        "--redact-pattern",
+        "redact_patterns",
+        multiple=True,
+        metavar="REGEX",
+        help="Also redact matches of this regular expression (repeatable; implies --redact).",
+    )(fn)
+    return click.option(
+        "--redact",
+        is_flag=True,
+        help="Replace API keys, bearer tokens and auth headers in message and tool text by [REDACTED:kind].",
+    )(fn)
 
 
-def redact_note(where: str, redactor: Any) -> str:
-    """The line that says a conversion was redacted (it is not exact then)."""
-    n = redactor.count
-    return f"{where}: redacted {n} value{'s' if n != 1 else ''} ([REDACTED]): the output is not exact"
+def redactor_of(redact: bool, patterns: tuple[str, ...]) -> Any:
+    """The Redactor the options ask for, or None; a bad pattern is a usage error."""
+    from mapc.engine.redact import Redactor
+
+    if not redact and not patterns:
+        return None
+    try:
+        return Redactor.of(patterns)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--redact-pattern") from None
 
 
 def output_bytes(path: str | None, document: Any) -> bytes:

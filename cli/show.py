@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import re
 import sys
+from collections import Counter
 from typing import Any
 
 import click
 
 from mapc.cli import trajectory
-from mapc.cli.output import dump_json
+from mapc.cli.output import dump_json, redact_options, redactor_of
 from mapc.cli.render import report
-from mapc.engine import redact as redaction
 from mapc.engine.timestamp import TimestampError, format_rfc3339, timestamp_ns
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
@@ -28,32 +28,6 @@ ARGS_SHOWN = 80  # characters of a tool call's arguments on its line (all of the
 def safe(text: str) -> str:
     """`text` with control and bidirectional-override characters shown as ``\\xNN``/``\\uNNNN``."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
-
-
-def redact_options(command: Any) -> Any:
-    """`--redact` and `--redact-pattern RE` (several), shared by show and view."""
-    command = click.option(
-        "--redact-pattern",
-        "redact_patterns",
-        multiple=True,
-        metavar="REGEX",
-        help="Also replace matches of REGEX (repeatable; implies --redact).",
-    )(command)
-    return click.option(
-        "--redact",
-        is_flag=True,
-        help="Replace API keys, bearer tokens and credential headers/fields with [REDACTED].",
-    )(command)
-
-
-def make_redactor(redact: bool, patterns: tuple[str, ...]) -> redaction.Redactor | None:
-    """The redactor the options ask for (None: no redaction); a bad pattern is a usage error."""
-    if not redact and not patterns:
-        return None
-    try:
-        return redaction.redactor(patterns)
-    except redaction.PatternError as exc:
-        raise click.BadParameter(str(exc), param_hint="--redact-pattern") from None
 
 
 @click.command("show")
@@ -84,7 +58,7 @@ def show_command(
       mapc show tests/data/fixtures/actf/code-repair.actf.json --turn 1
       mapc show run.md --json
     """
-    redactor = make_redactor(redact, redact_patterns)
+    redactor = redactor_of(redact, redact_patterns)
     try:
         loaded = trajectory.load_file(file, fmt)
     except trajectory.LoadError as exc:
@@ -95,7 +69,7 @@ def show_command(
     for line in loaded.warnings:
         click.echo(line, err=True)
     if redactor is not None:
-        loaded = trajectory.Loaded(loaded.path, loaded.fmt, redactor.redact(loaded.stories))
+        loaded = trajectory.Loaded(loaded.path, loaded.fmt, redactor.value(loaded.stories, Counter()))
     data = trajectory.summary(loaded, full=full or turn_id is not None)
     if turn_id is not None:
         for story in data["storylines"]:

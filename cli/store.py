@@ -17,11 +17,11 @@ import click
 
 from mapc.cli.engines import engine_options, open_engine
 from mapc.cli.files import input_limit, is_jsonl, open_regular, read_bytes, read_limited, shown, walk, write_bytes
-from mapc.cli.output import dump_json, fail_on, output_bytes, redact_note, redacted
+from mapc.cli.output import dump_json, fail_on, output_bytes, redact_options, redactor_of
 from mapc.cli.render import report
-from mapc.cli.show import make_redactor, redact_options
 from mapc.engine import convert
 from mapc.engine.problems import MapcError
+from mapc.engine.redact import summary as redact_summary
 
 SUFFIXES = (".json", ".jsonl", ".ndjson")
 EVENTS_HINT = (
@@ -269,7 +269,7 @@ def export_command(
     from mapc.store import dataset, query, rows
 
     _check_format(fmt, "--to")
-    redactor = make_redactor(redact, redact_patterns)
+    redactor = redactor_of(redact, redact_patterns)
     root = Path(dataset_dir)
     with fail_on(dataset_dir):
         documents = None
@@ -283,7 +283,7 @@ def export_command(
             root, session=session, document=document, documents=documents, described=described, validate=False
         )
         if redactor is not None:
-            stories = redacted(redactor, stories)
+            stories, counts = redactor.stories(stories)
         try:  # from_storyline validates the Storylines: once, not twice
             result = convert.from_storyline(fmt, stories)
         except MapcError:
@@ -291,7 +291,7 @@ def export_command(
             raise
     write_bytes(output, output_bytes(output, result))
     if redactor is not None:
-        click.echo(redact_note(dataset_dir, redactor), err=True)
+        click.echo(f"{dataset_dir}: {redact_summary(counts)}", err=True)
 
 
 @click.command("index")

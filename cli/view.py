@@ -28,6 +28,7 @@ import os
 import re
 import sys
 import threading
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,8 +38,8 @@ import orjson
 
 from mapc.cli import trajectory
 from mapc.cli.files import write_atomically
+from mapc.cli.output import redact_options, redactor_of
 from mapc.cli.render import report
-from mapc.cli.show import make_redactor, redact_options
 from mapc.engine import catalog, codecs
 from mapc.engine.redact import Redactor
 
@@ -230,7 +231,7 @@ def read_entries(input: str, fmt: str | None, redactor: Redactor | None) -> list
         entries.append(Entry("0001", input, loaded.fmt, loaded.stories))
     if redactor is not None:
         for entry in entries:
-            entry.stories = redactor.redact(entry.stories)
+            entry.stories = redactor.value(entry.stories, Counter())
     return entries
 
 
@@ -306,7 +307,7 @@ def view_command(
       mapc view tests/data/fixtures -o fixtures.html
       mapc view /tmp/corpus --serve --redact
     """
-    redactor = make_redactor(redact, redact_patterns)
+    redactor = redactor_of(redact, redact_patterns)
     if not Path(input).exists():
         raise click.BadParameter(f"{input} does not exist", param_hint="FILE|DIR|DATASET")
     try:

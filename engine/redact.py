@@ -1,42 +1,48 @@
-"""Redaction: secrets in a JSON value replaced by a marker before it is shown or exported.
+"""Redaction of secrets in text that leaves the machine or is shown: API keys, tokens, auth headers.
 
-`Redactor` holds compiled patterns: the built-in ones (API keys of common providers, bearer tokens,
-credentials in header-like ``name: value`` text) and any the user adds.  `redact` walks a JSON
-value and returns a copy in which every string has each match replaced by ``[REDACTED]``, and every
-string under a credential-like key (``authorization``, ``api_key``, ``password``, …) replaced whole;
-keys and the shape of the value are kept (only strings change), so a redacted document still validates.  Nothing here
-knows a format: it sees only JSON values.
+Patterns are named regular expressions; a match is replaced by ``[REDACTED:name]`` (a pattern with a
+group named `keep` keeps that part, a header's name, and replaces the rest).  The shipped patterns
+(`DEFAULT_PATTERNS`) catch common credential shapes; callers add their own (named ``user1``,
+``user2``…).  A string under a credential-like key (``authorization``, ``api_key``, ``password``…) is
+replaced whole (``[REDACTED:secret_key]``).  Only strings change: keys and shapes are kept, so a
+redacted Storyline still validates.  This module knows no format: `Redactor.text` works on any
+string, `Redactor.value` on the string leaves of any JSON value, and `Redactor.stories` on the
+message and tool text of Storylines (turn `msg`, `reason`, `observation`, tool call `args` and
+`result`, the prompts, the values kept in `unknown_fields`), returning what it replaced by pattern
+name so the caller can report it: a redacted conversion is not exact, and says so.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
-MARK: Final = "[REDACTED]"
+MARK: Final = "[REDACTED"  # every replacement starts so: `[REDACTED:api_key]`
+_NOT_DONE = r"(?!\[REDACTED)"  # a pattern never matches its own replacement again (idempotent)
 
-# (name, pattern): the name says in errors and docs what a pattern is for.  A pattern with a group
-# named `keep` keeps that part (a header's name) and replaces the rest of the match.
-BUILTIN: Final[tuple[tuple[str, str], ...]] = (
-    ("provider API key (sk-…)", r"\bsk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_-]{16,}"),
-    ("AWS access key id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-    ("GitHub token", r"\bgh[pousr]_[A-Za-z0-9]{20,}\b|\bgithub_pat_[A-Za-z0-9_]{20,}\b"),
-    ("Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
-    ("Google API key", r"\bAIza[0-9A-Za-z_-]{30,}"),
-    ("Hugging Face token", r"\bhf_[A-Za-z0-9]{20,}\b"),
-    ("private key block", r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
-    ("bearer token", r"(?P<keep>\b[Bb]earer\s+)(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{8,}"),
-    (
-        "credential header or assignment",
-        r"(?P<keep>(?i:\b(?:proxy-)?authorization|\bx-api-key|\bapi[_-]?key|\baccess[_-]?token|\bsecret[_-]?key"
-        r"|\bpassword|\bpasswd)[\"']?\s*[:=]\s*[\"']?(?:(?i:bearer|basic|token)\s+)?)"
-        r"(?!\[REDACTED\]|(?i:bearer|basic|token)\s)[^\s\"',;}]{4,}",
+DEFAULT_PATTERNS: Final[dict[str, str]] = {
+    # Provider keys with a recognizable prefix: OpenAI/Anthropic sk-…, AWS access key ids, GitHub,
+    # Slack, Google and Hugging Face tokens.
+    "api_key": (
+        r"\bsk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_-]{16,}|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"
+        r"|\bgh[pousr]_[A-Za-z0-9]{20,}\b|\bgithub_pat_[A-Za-z0-9_]{20,}\b|\bxox[abposr]-[A-Za-z0-9-]{10,}"
+        r"|\bAIza[0-9A-Za-z_-]{30,}|\bhf_[A-Za-z0-9]{20,}\b"
     ),
-)
+    "private_key": r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+    "bearer_token": r"(?P<keep>\b[Bb]earer\s+)" + _NOT_DONE + r"[A-Za-z0-9._~+/=-]{8,}",
+    # A header (or key=value) naming a credential, up to the end of its value; `Basic`/`Token` kept.
+    "auth_header": (
+        r"(?P<keep>(?i:\b(?:proxy-)?authorization|\bx-api-key|\bapi[_-]?key|\baccess[_-]?token|\bsecret[_-]?key"
+        r"|\bpassword|\bpasswd|\bcookie)[\"']?\s*[:=]\s*[\"']?(?:(?i:bearer|basic|token)\s+)?)"
+        + _NOT_DONE
+        + r"(?!(?i:bearer|basic|token)\s)[^\s\"',;}]{4,}"
+    ),
+}
 
-# Keys whose whole value is a credential, compared lower-case with `-` read as `_`.
+# Keys whose whole string value is a credential, compared lower-case with `-` read as `_`.
 SECRET_KEYS: Final = frozenset(
     {
         "authorization",
@@ -55,70 +61,108 @@ SECRET_KEYS: Final = frozenset(
         "set_cookie",
     }
 )
+TURN_TEXT = ("msg", "reason", "observation")
+CALL_TEXT = ("args", "result")
 
 
-class PatternError(ValueError):
-    """A user pattern that is not a regular expression; `pattern` is the text given."""
-
-    def __init__(self, pattern: str, message: str) -> None:
-        super().__init__(f"--redact-pattern {pattern!r} is not a regular expression: {message}")
-        self.pattern = pattern
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Redactor:
-    """Compiled redaction patterns; `count` is how many replacements `redact` made so far."""
+    """Compiled named patterns, applied in order."""
 
-    patterns: tuple[re.Pattern[str], ...]
-    counter: list[int] = field(default_factory=lambda: [0])
+    patterns: tuple[tuple[str, re.Pattern[str]], ...]
 
-    @property
-    def count(self) -> int:
-        return self.counter[0]
+    @classmethod
+    def of(cls, extra: Iterable[str] = (), *, defaults: bool = True) -> Redactor:
+        """The shipped patterns (unless `defaults` is false) and `extra` ones, named ``user1``, ``user2``…
 
-    def text(self, value: str) -> str:
-        """`value` with every match of every pattern replaced."""
-        for pattern in self.patterns:
-            value = pattern.sub(self._replace, value)
+        Raises ValueError naming the pattern that is not a regular expression."""
+        named = list(DEFAULT_PATTERNS.items()) if defaults else []
+        named += [(f"user{i}", p) for i, p in enumerate(extra, start=1)]
+        out = []
+        for name, text in named:
+            try:
+                out.append((name, re.compile(text)))
+            except re.error as exc:
+                raise ValueError(f"{text!r} is not a regular expression: {exc}") from None
+        return cls(tuple(out))
+
+    def text(self, value: str, counts: Counter[str]) -> str:
+        """`value` with every match replaced; `counts` gains one per replacement, by pattern name."""
+        for name, pattern in self.patterns:
+
+            def replace(match: re.Match[str], name: str = name) -> str:
+                counts[name] += 1
+                return (match.groupdict().get("keep") or "") + f"[REDACTED:{name}]"
+
+            value = pattern.sub(replace, value)
         return value
 
-    def _replace(self, match: re.Match[str]) -> str:
-        self.counter[0] += 1
-        keep = match.groupdict().get("keep")
-        return (keep or "") + MARK
-
-    def redact(self, value: Any) -> Any:
-        """A copy of the JSON `value` with secrets replaced (strings only; numbers and keys stay)."""
-        t = type(value)
-        if t is str:
-            return self.text(value)
-        if t is list:
-            return [self.redact(item) for item in value]
-        if t is dict:
+    def value(self, value: Any, counts: Counter[str]) -> Any:
+        """A JSON value with its string leaves redacted (keys are kept as they are)."""
+        if type(value) is str:
+            return self.text(value, counts)
+        if type(value) is list:
+            return [self.value(v, counts) for v in value]
+        if type(value) is dict:
             out = {}
             for key, item in value.items():
-                if type(item) is str and item not in ("", MARK) and _is_secret_key(key):
-                    self.counter[0] += 1
-                    out[key] = MARK
+                if type(item) is str and item and not item.startswith(MARK) and _is_secret_key(key):
+                    counts["secret_key"] += 1
+                    out[key] = "[REDACTED:secret_key]"
                 else:
-                    out[key] = self.redact(item)
+                    out[key] = self.value(item, counts)
             return out
         return value
+
+    def stories(self, stories: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], Counter[str]]:
+        """Storylines with their message and tool text redacted, and the replacements by pattern."""
+        counts: Counter[str] = Counter()
+        out = []
+        for story in stories:
+            new = dict(story)
+            if type(story.get("prompt")) is dict:
+                new["prompt"] = self.value(story["prompt"], counts)
+            turns = []
+            for turn in story.get("turns") or []:
+                t = dict(turn)
+                for key in TURN_TEXT:
+                    if key in t:
+                        t[key] = self.value(t[key], counts)
+                if type(t.get("prompt")) is dict:
+                    t["prompt"] = self.value(t["prompt"], counts)
+                if type(t.get("tool_calls")) is list:
+                    t["tool_calls"] = [
+                        {k: self.value(v, counts) if k in CALL_TEXT else v for k, v in c.items()}
+                        if type(c) is dict
+                        else c
+                        for c in t["tool_calls"]
+                    ]
+                turns.append(t)
+            if "turns" in story:
+                new["turns"] = turns
+            uf = story.get("unknown_fields")
+            if type(uf) is dict and type(uf.get("sources")) is dict:
+                # Residuals hold source text too (an argument string kept as written, a header).
+                sources = {
+                    name: {**entry, "fields": self.value(entry["fields"], counts)}
+                    if type(entry) is dict and type(entry.get("fields")) is dict
+                    else entry
+                    for name, entry in uf["sources"].items()
+                }
+                new["unknown_fields"] = {**uf, "sources": sources}
+            out.append(new)
+        return out, counts
 
 
 def _is_secret_key(key: str) -> bool:
     return key.lower().replace("-", "_") in SECRET_KEYS
 
 
-def redactor(extra: Iterable[str] = (), *, builtin: bool = True) -> Redactor:
-    """A `Redactor` of the built-in patterns (unless `builtin` is false) and the `extra` ones.
-
-    Raises `PatternError` naming the first user pattern that does not compile.
-    """
-    compiled = [re.compile(p) for _, p in BUILTIN] if builtin else []
-    for text in extra:
-        try:
-            compiled.append(re.compile(text))
-        except re.error as exc:
-            raise PatternError(text, str(exc)) from None
-    return Redactor(tuple(compiled))
+def summary(counts: Counter[str]) -> str:
+    """``redacted 3 values: api_key=2 bearer_token=1`` (or that nothing was)."""
+    if not counts:
+        return "redacted nothing: no pattern matched"
+    total = sum(counts.values())
+    return f"redacted {total} value{'s' if total != 1 else ''}: " + " ".join(
+        f"{k}={v}" for k, v in sorted(counts.items())
+    )

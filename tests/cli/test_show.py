@@ -134,7 +134,7 @@ def test_redact_in_show(tmp_path, runner):
     path.write_bytes(orjson.dumps(_story("use sk-abcdefghijklmnopqrstuvwx now")))
     assert "sk-abcdefghijklmnopqrstuvwx" in runner.invoke(cli, ["show", str(path)]).stdout
     result = runner.invoke(cli, ["show", str(path), "--redact"])
-    assert "sk-abcdefghijklmnopqrstuvwx" not in result.stdout and "[REDACTED]" in result.stdout
+    assert "sk-abcdefghijklmnopqrstuvwx" not in result.stdout and "[REDACTED:api_key]" in result.stdout
     result = runner.invoke(cli, ["show", str(path), "--redact-pattern", "(now"])
     assert result.exit_code == 2 and "--redact-pattern" in result.stderr
 

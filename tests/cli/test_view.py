@@ -143,7 +143,7 @@ def test_redact_in_view(tmp_path, runner):
     data = page_data(html)
     assert data["redacted"] is True
     assert data["entries"][0]["stories"][0]["story"]["turns"][0]["msg"] == (
-        "Authorization: Bearer [REDACTED] [REDACTED] [REDACTED]"
+        "Authorization: Bearer [REDACTED:bearer_token] [REDACTED:user1] [REDACTED:api_key]"
     )
 
 
