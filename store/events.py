@@ -720,7 +720,9 @@ def project_records(records: list[dict[str, Any]], *, notes: list[Problem] | Non
         if conversation is None or conversation.table is not table:
             conversation = wire.Conversation(table)
         before = len(conversation.problems)
-        turns.extend(conversation.add_call(_wire_call(call_id, group, table)))
+        call = _wire_call(call_id, group, table)
+        call.where = f"events[session={_q(session)}, call_id={_q(call_id)}]"
+        turns.extend(conversation.add_call(call))
         if notes is not None:
             notes.extend(conversation.problems[before:])
     for record in orphans:

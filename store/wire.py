@@ -432,7 +432,8 @@ class Conversation:
             self.problems.append(
                 Problem(
                     "events.history_fork",
-                    f"events[call_id={_q(call.call_id)}]/payload/http/request_body{spec['request']['messages']}/{same}",
+                    f"{call.where or f'events[call_id={_q(call.call_id)}]'}"
+                    f"/payload/http/request_body{spec['request']['messages']}/{same}",
                     f"the request's history differs from what earlier calls showed at message {same} "
                     f"(an edit or a fork); its messages from there on are added again, marked extra.history_fork",
                 )
@@ -594,6 +595,7 @@ class Call:
     latency_ms: int | None = None
     ttft_ms: int | None = None
     status: Any = None
+    where: str | None = None  # how a problem names the call (its session and call_id)
 
 
 def _q(value: Any) -> str:

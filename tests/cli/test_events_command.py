@@ -152,3 +152,43 @@ def test_append_help_states_what_the_rfc_requires(runner):
     for word in ("seq", "source", "kind", "payload", "event_id", "timestamp_unix_ms", "producer"):
         assert word in text
     assert "already stored with the same content is skipped" in text
+
+
+WIRE = Path(__file__).resolve().parents[1] / "data" / "events"
+
+
+def test_project_warns_of_a_history_fork_and_still_projects(tmp_path, runner):
+    def exchange(seq: int, call_id: str, messages: list[object], text: str) -> list[dict[str, object]]:
+        base = {"source": "proxy", "session_id": "s", "call_id": call_id, "timestamp_unix_ms": seq}
+        request = {"http": {"path": "/v1/messages", "request_body": {"messages": messages}}}
+        reply = {"type": "message", "role": "assistant", "content": [{"type": "text", "text": text}]}
+        return [
+            {**base, "seq": seq, "kind": "http.request", "payload": request},
+            {**base, "seq": seq + 1, "kind": "http.response", "payload": {"http": {"response_body": reply}}},
+        ]
+
+    hi = {"role": "user", "content": "hi"}
+    records = exchange(0, "a", [hi], "yo") + exchange(2, "b", [hi, {"role": "assistant", "content": "YO!"}, hi], "ok")
+    table = tmp_path / "events.lance"
+    assert (
+        runner.invoke(cli, ["events", "append", jsonl(tmp_path / "e.jsonl", records), "--to", str(table)]).exit_code
+        == 0
+    )
+    result = runner.invoke(cli, ["events", "project", str(table)])
+    assert result.exit_code == 0, result.output
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f'warning: {table}: events[session="s", call_id="b"]/payload/http/request_body/messages/1: ')
+    assert line.endswith("[events.history_fork]")
+    assert [t["msg"] for t in json.loads(result.stdout)["turns"]] == ["hi", "yo", "YO!", "hi", "ok"]
+
+
+def test_the_recorded_anthropic_set_projects_to_atif_with_its_tool_call_and_result(tmp_path, runner):
+    table = tmp_path / "events.lance"
+    source = str(WIRE / "anthropic-tool-use.events.jsonl")
+    assert runner.invoke(cli, ["events", "append", source, "--to", str(table)]).exit_code == 0
+    result = runner.invoke(cli, ["events", "project", str(table), "--to", "atif"])
+    assert result.exit_code == 0, result.output
+    steps = json.loads(result.stdout)["steps"]
+    assert [s["source"] for s in steps] == ["user", "agent", "agent"]
+    assert steps[1]["tool_calls"][0]["function_name"] == "get_weather"
+    assert steps[1]["observation"]["results"][0]["content"] == "15 degrees, mostly sunny"

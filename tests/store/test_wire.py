@@ -117,7 +117,7 @@ def test_a_request_that_contradicts_the_history_is_reported_and_marked():
     notes: list[Any] = []
     story = events.project_records(records, notes=notes)
     assert [(p.code, p.pointer) for p in notes] == [
-        ("events.history_fork", 'events[call_id="c2"]/payload/http/request_body/messages/1')
+        ("events.history_fork", 'events[session="s", call_id="c2"]/payload/http/request_body/messages/1')
     ]
     turns = [(t["src"], t["msg"], t["extra"].get("history_fork")) for t in story["turns"]]
     assert turns == [
