@@ -27,9 +27,9 @@ through the hub (passing the path relative to DIR: formats that name documents b
 the output atomically (a temporary file beside it, renamed into place): a failed file leaves no output
 behind, and an output of an earlier run is left as it was.  A file of no known format is skipped; one that is
 not even JSON fails with its parse error.  File-level problem codes: ``file.unreadable``,
-``file.unwritable``, ``file.output_collision``, ``file.output_outside`` (a directory under OUTDIR is a
-symbolic link leading out of it: nothing is written through one), and ``internal.error`` (a bug in mapc:
-that file fails, the others go on).
+``file.not_regular`` (a FIFO, device or socket), ``file.unwritable``, ``file.output_collision``,
+``file.output_outside`` (a directory under OUTDIR is a symbolic link leading out of it: nothing is written
+through one), and ``internal.error`` (a bug in mapc: that file fails, the others go on).
 """
 
 from __future__ import annotations

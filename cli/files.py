@@ -69,7 +69,7 @@ def write_chunks(path: str, chunks: Iterator[bytes]) -> None:
                 out.write(chunk)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException:  # any failure, Ctrl-C included: no temporary file left behind, then re-raised
         Path(tmp).unlink(missing_ok=True)
         raise
 
@@ -114,7 +114,7 @@ def write_atomically(target: Path, data: bytes) -> None:
             out.write(data)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a written file gets the usual mode
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException:  # any failure, Ctrl-C included: no temporary file left behind, then re-raised
         Path(tmp).unlink(missing_ok=True)
         raise
 

@@ -28,6 +28,12 @@ def report(file: str, problems: Iterable[Problem], *, as_json: bool = False) -> 
         click.echo(problem_line(file, p), err=True)
 
 
+def warning_line(file: str, warning: Warning) -> str:
+    """A located warning (with ``pointer``, ``message`` and ``code``): ``warning: FILE: POINTER: message [code]``."""
+    pointer, message, code = (getattr(warning, k) for k in ("pointer", "message", "code"))
+    return f"warning: {file}: {pointer}: {message} [{code}]"
+
+
 def unknown_field_line(source: str, key: str, occurrences: int) -> str:
     """REFERENCE.md §3: ``warning: unknown field source=S key=K occurrences=N``, S and K JSON-string-escaped."""
     return f"warning: unknown field source={_escaped(source)} key={_escaped(key)} occurrences={occurrences}"

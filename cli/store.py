@@ -17,10 +17,11 @@ import click
 
 from mapc.cli.engines import engine_options, open_engine
 from mapc.cli.files import input_limit, is_jsonl, open_regular, read_bytes, read_limited, shown, walk, write_bytes
-from mapc.cli.output import dump_json, fail_on, output_bytes
+from mapc.cli.output import dump_json, fail_on, output_bytes, redact_options, redactor_of
 from mapc.cli.render import report
 from mapc.engine import convert
 from mapc.engine.problems import MapcError
+from mapc.engine.redact import summary as redact_summary
 
 SUFFIXES = (".json", ".jsonl", ".ndjson")
 EVENTS_HINT = (
@@ -240,8 +241,16 @@ _DATASET = click.Path(exists=True, file_okay=False)
     metavar="SQL",
     help="Only the documents whose runs row satisfies this SQL predicate (DuckDB; see mapc query).",
 )
+@redact_options
 def export_command(
-    dataset_dir: str, fmt: str, output: str | None, session: str | None, document: str | None, predicate: str | None
+    dataset_dir: str,
+    fmt: str,
+    output: str | None,
+    session: str | None,
+    document: str | None,
+    predicate: str | None,
+    redact: bool = False,
+    redact_patterns: tuple[str, ...] = (),
 ) -> None:
     """Rebuild documents from a dataset, in any format.
 
@@ -260,6 +269,7 @@ def export_command(
     from mapc.store import dataset, query, rows
 
     _check_format(fmt, "--to")
+    redactor = redactor_of(redact, redact_patterns)
     root = Path(dataset_dir)
     with fail_on(dataset_dir):
         documents = None
@@ -272,12 +282,16 @@ def export_command(
         stories = dataset.read(
             root, session=session, document=document, documents=documents, described=described, validate=False
         )
+        if redactor is not None:
+            stories, counts = redactor.stories(stories)
         try:  # from_storyline validates the Storylines: once, not twice
             result = convert.from_storyline(fmt, stories)
         except MapcError:
             rows.validated(stories)  # an invalid rebuilt document: named by its document_id
             raise
     write_bytes(output, output_bytes(output, result))
+    if redactor is not None:
+        click.echo(f"{dataset_dir}: {redact_summary(counts)}", err=True)
 
 
 @click.command("index")

@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from mapc.engine import functions, pointer
+from mapc.engine import duplicates, functions, pointer
 from mapc.engine.checks import collect, steps_path
 from mapc.engine.mapped import Mapped, Rebuilt
 from mapc.engine.ops import CONDITIONS
@@ -132,6 +132,8 @@ def _decoded(row: Any, templates: tuple[Template, ...]) -> Any:
                     decoded = orjson.loads(value)
                 except orjson.JSONDecodeError:
                     continue
+                if duplicates.repeats(value, decoded):
+                    continue  # decoded, a value would be lost: kept as the string
                 row = replaced(row, steps_path(steps), decoded)
     return row
 

@@ -229,11 +229,12 @@ def _reverse(program: Program, stories: list[dict[str, Any]]) -> list[Rebuilt]:
         return [_reverse_members(program, group) for group in _groups(program, stories)]
     rebuilt = []
     index = {document_id(s): s for s in stories}
+    positions = {id(s): i for i, s in enumerate(stories)}
     for root in _roots(program, stories):
         ctx = Context({}, None, root, count=1)
         mapped: list[Mapped] = []
         doc = _reverse_node(program, root, "", None, ctx, mapped, index)
-        _finish(program, doc, mapped, ctx, stories)
+        _finish(program, doc, mapped, ctx, stories, positions)
         rebuilt.append(Rebuilt(doc, tuple(mapped)))
     return rebuilt
 
@@ -353,10 +354,20 @@ def _unwritable(ctx: Context, stories: list[dict[str, Any]]) -> list[Problem]:
 
 
 def _finish(
-    program: Program, doc: dict[str, Any], mapped: list[Mapped], ctx: Context, stories: list[dict[str, Any]]
+    program: Program,
+    doc: dict[str, Any],
+    mapped: list[Mapped],
+    ctx: Context,
+    stories: list[dict[str, Any]],
+    positions: dict[int, int] | None = None,
 ) -> None:
-    """Restore residuals, then run the pending write-backs against the restored document."""
-    copies = _restore_residuals(program, doc, mapped, {id(s): i for i, s in enumerate(stories)})
+    """Restore residuals, then run the pending write-backs against the restored document.
+
+    `positions` (id of each of `stories` → its index) is made once by a caller rebuilding many
+    documents: made here per document, it would cost the square of their number."""
+    if positions is None:
+        positions = {id(s): i for i, s in enumerate(stories)}
+    copies = _restore_residuals(program, doc, mapped, positions)
     # Each write-back is ``(fn, want, out, ...)`` with a generated `fn` (codegen._write_back_fn): it
     # follows `copies` to the restored element and writes `want` back unless the forward derives it again.
     for entry in ctx.pending:

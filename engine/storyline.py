@@ -51,14 +51,14 @@ def check_all(stories: list[Any], prefix: bool) -> list[Problem]:
 
 
 def loads(data: bytes | str) -> Any:
-    """Parse JSON bytes with orjson, as a data problem when they are not JSON (or, when asked, hold a
-    key twice in one object: engine/duplicates.py)."""
+    """Parse JSON bytes with orjson, as a data problem when they are not JSON or hold a key twice in
+    one object (unless allowed: engine/duplicates.py)."""
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise MapcError.single("json.invalid", "", f"not valid JSON: {exc}") from None
-    if duplicates.enabled():
-        found = duplicates.problems(data)
+    if not duplicates.allowed():
+        found = duplicates.problems_of(data, doc)
         if found:
             raise MapcError(found)
     return doc

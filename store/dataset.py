@@ -516,7 +516,7 @@ def _commit(
             moved = _move(staging, name, fragments, path)
             try:
                 versions[name] = _write_table(path, fragments, exists=previous is not None)
-            except BaseException:
+            except BaseException:  # undo this table's files whatever failed (Ctrl-C too), then re-raise
                 if previous is None:
                     shutil.rmtree(path, ignore_errors=True)
                 else:
@@ -525,7 +525,7 @@ def _commit(
                 raise
             done.append((name, previous))
         _write_current(root, versions)
-    except BaseException:
+    except BaseException:  # roll the finished tables back whatever failed, then re-raise
         _rollback(root, done)
         raise
     return versions
@@ -819,15 +819,19 @@ def _remove_staging_leftovers(root: Path, grace: timedelta) -> int:
     count = 0
     cutoff = time.time() - grace.total_seconds()
     for entry in sorted(staging.iterdir()):
+        try:
+            mtime = entry.lstat().st_mtime
+        except FileNotFoundError:
+            continue  # the lock of a job directory removed just before
         if entry.suffix == ".lock":
-            if not (staging / entry.stem).exists() and entry.stat().st_mtime <= cutoff and _dead(entry):
+            if not (staging / entry.stem).exists() and mtime <= cutoff and _dead(entry):
                 entry.unlink(missing_ok=True)
             continue
         lock = staging / f"{entry.name}.lock"
         if lock.exists():
             if not _dead(lock):
                 continue
-        elif entry.stat().st_mtime > cutoff:
+        elif mtime > cutoff:
             continue  # a job of an older mapc (no lock) may still be running
         if entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry, ignore_errors=True)

@@ -11,6 +11,10 @@ chunks back in input order; `Staged.commit` checks the ids, takes the lock, lear
 ``storage_ordinal``, has every chunk's runs rows numbered from its place in the input and staged by a
 second, short round of tasks (`stage_runs`), and commits each table once.  The driver never holds rows.
 
+With ``--skip-existing`` the driver first writes the ids the dataset holds into the staging directory and the
+workers leave those documents out (counted per file); with ``--replace`` the commit merges instead of
+appending (store/dataset.py).
+
 Only scheduling differs between engines, so the rows, their order and the errors are the same
 whichever runs the job; the chunks depend on the input sizes alone, so the fragments do too.
 

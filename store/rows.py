@@ -225,18 +225,31 @@ def _free(value: Any) -> str | None:
 _SHELL_AGENT: Final = {"id": "-"}
 
 
-def _owned_turn_parts(turn: dict[str, Any]) -> dict[str, Any]:
-    """The canonical forms of the owned objects of one turn (``env``, ``prompt``, each call's ``response``),
-    from `canonical_storyline` of a document holding only them: the engine's rules, not a copy of them."""
-    mini: dict[str, Any] = {"id": 0, "src": "-", "msg": None}
-    for key in ("env", "prompt"):
-        if turn.get(key) is not None:
-            mini[key] = turn[key]
-    calls = turn.get("tool_calls") or ()
-    if any(call.get("response") is not None for call in calls):
-        mini["tool_calls"] = [{"tcid": "-", "fn": "-", "args": None, "response": c.get("response")} for c in calls]
-    shell = {"schema_version": SCHEMA_VERSION, "session": "-", "agent": _SHELL_AGENT, "turns": [mini]}
-    return canonical_storyline(shell)["turns"][0]
+def _owned_parts(turns: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
+    """Per turn, the canonical forms of its owned objects (``env``, ``prompt``, each call's ``response``), or
+    None for a turn with none: `canonical_storyline` of one document holding only them (the engine's
+    rules, not a copy of them), made once per document."""
+    out: list[dict[str, Any] | None] = [None] * len(turns)
+    where, minis = [], []
+    for i, turn in enumerate(turns):
+        t = turn.get
+        calls = t("tool_calls") or ()
+        responses = any(call.get("response") is not None for call in calls)
+        if t("env") is None and t("prompt") is None and not responses:
+            continue
+        mini: dict[str, Any] = {"id": 0, "src": "-", "msg": None}
+        for key in ("env", "prompt"):
+            if t(key) is not None:
+                mini[key] = t(key)
+        if responses:
+            mini["tool_calls"] = [{"tcid": "-", "fn": "-", "args": None, "response": c.get("response")} for c in calls]
+        where.append(i)
+        minis.append(mini)
+    if minis:
+        shell = {"schema_version": SCHEMA_VERSION, "session": "-", "agent": _SHELL_AGENT, "turns": minis}
+        for i, canonical in zip(where, canonical_storyline(shell)["turns"], strict=True):
+            out[i] = canonical
+    return out
 
 
 def _split_one(
@@ -287,17 +300,13 @@ def _split_one(
     )
     dumps = orjson.dumps
     sort = orjson.OPT_SORT_KEYS
-    for turn_ordinal, turn in enumerate(raw["turns"]):
+    turns = raw["turns"]
+    for turn_ordinal, (turn, owned) in enumerate(zip(turns, _owned_parts(turns), strict=True)):
         t = turn.get
         step_id = turn["id"]
         ts = t("ts")
         observation = t("observation")
         tool_calls = t("tool_calls")
-        owned = (
-            _owned_turn_parts(turn)
-            if t("env") is not None or t("prompt") is not None or (tool_calls and _any_response(tool_calls))
-            else None
-        )
         steps.append(
             (
                 doc_id,
@@ -353,10 +362,6 @@ def _split_one(
                     None if responses is None else _json(responses[call_index].get("response")),
                 )
             )
-
-
-def _any_response(tool_calls: list[Any]) -> bool:
-    return any(call.get("response") is not None for call in tool_calls)
 
 
 # --- reading ----------------------------------------------------------------------------------------
