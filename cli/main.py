@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import warnings
 
 import click
 
@@ -30,6 +31,8 @@ COMMANDS = {
     "spec": "mapc.cli.spec:spec_group",
     "explain": "mapc.cli.spec:explain_command",
     "conformance": "mapc.cli.conformance:conformance_group",
+    "show": "mapc.cli.show:show_command",
+    "view": "mapc.cli.view:view_command",
 }
 
 
@@ -72,14 +75,22 @@ class LazyGroup(click.Group):
     help=f"Refuse a Storyline whose unknown fields exceed N bytes (REFERENCE §3). Env: {BYTES_ENV}.",
 )
 @click.option(
+    "--allow-duplicate-keys",
+    is_flag=True,
+    help="Keep the last value of a key repeated in one object, instead of refusing the input"
+    f" (json.duplicate_key, the default). Env: {DUPLICATES_ENV}=1.",
+)
+@click.option(
     "--reject-duplicate-keys",
     is_flag=True,
-    help="Refuse JSON that repeats a key in one object (json.duplicate_key; costs a second parse).",
+    hidden=True,
+    help="Deprecated: refusing repeated keys is the default.",
 )
 def cli(
     max_input_bytes: int | None,
     max_unknown_fields: int | None,
     max_unknown_bytes: int | None,
+    allow_duplicate_keys: bool,
     reject_duplicate_keys: bool,
 ) -> None:
     """Convert, validate and store AI-agent trajectories through the Storyline hub."""
@@ -87,7 +98,7 @@ def cli(
         LIMIT_ENV: max_input_bytes,
         FIELDS_ENV: max_unknown_fields,
         BYTES_ENV: max_unknown_bytes,
-        DUPLICATES_ENV: 1 if reject_duplicate_keys else None,
+        DUPLICATES_ENV: 1 if allow_duplicate_keys and not reject_duplicate_keys else None,
     }
     # The settings travel in the environment, so worker processes of corpus jobs apply them too;
     # they are put back when the command ends (a caller running several commands in one process).
@@ -106,6 +117,18 @@ def _restore(saved: dict[str, str | None]) -> None:
             os.environ[env] = value
 
 
+def _show_warning(message: Warning | str, category: type[Warning], *args: object, **kwargs: object) -> None:
+    """A spec's deprecation notice is one line for its author, not a Python warning with source."""
+    if category.__name__ == "SpecDeprecationWarning":
+        click.echo(f"mapc: warning: {message}", err=True)
+    else:
+        _python_show_warning(message, category, *args, **kwargs)  # type: ignore[arg-type]
+
+
+_python_show_warning = warnings.showwarning
+
+
 def main() -> None:
     """Console-script entry point."""
+    warnings.showwarning = _show_warning
     cli()

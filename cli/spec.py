@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.resources
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,7 @@ from mapc.engine.values import MISSING
 def _spec_text(spec: str) -> tuple[str, str]:
     """(file name, YAML text) of a built-in spec name or a spec path; unreadable is a usage error."""
     if spec in catalog.shipped_names() and not Path(spec).is_file():
-        resource = importlib.resources.files("mapc.mappings").joinpath(f"{spec}.yaml")
-        return f"{spec}.yaml", resource.read_text(encoding="utf-8")
+        return f"{spec}.yaml", catalog.spec_text(spec)
     try:
         return spec, read_spec_text(Path(spec))
     except MapcError as exc:
@@ -74,6 +72,46 @@ def lint_command(spec: str, as_json: bool) -> None:
         if not problems:
             click.echo(f"{name}: no problems")
     sys.exit(1 if problems else 0)
+
+
+@spec_group.command("upgrade")
+@click.argument("spec", type=click.Path(exists=True, dir_okay=False))
+@click.option("--stdout", "to_stdout", is_flag=True, help="Print the upgraded spec instead of rewriting SPEC.")
+def upgrade_command(spec: str, to_stdout: bool) -> None:
+    """Rewrite SPEC (a YAML file) from the first rule vocabulary into the current one.
+
+    Old rule keys become one `back:` block (`reverse_default` -> `back: {default}`, ...),
+    `forward: none` (was `reverse_only`), `back: none` (was `derived`), `when: nonempty` and
+    `args`; comments and all other lines stay.  The rewrite is checked to load into the same
+    rules before the file is replaced (atomically).  Exit status 1 when a rule has no new form.
+
+    \b
+    Examples:
+      mapc spec upgrade my-format.yaml
+      mapc spec upgrade my-format.yaml --stdout > new.yaml
+    """
+    import os
+    import tempfile
+
+    from mapc.engine.upgrade import upgrade_text
+
+    name, text = _spec_text(spec)
+    with fail_on(name):
+        upgraded, count = upgrade_text(Path(name).name, text)
+    if to_stdout:
+        click.echo(upgraded, nl=False)
+        return
+    if count:
+        target = Path(spec)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
+                out.write(upgraded)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    click.echo(f"{spec}: {count} rule(s) upgraded" if count else f"{spec}: already in the current vocabulary", err=True)
 
 
 def _load(spec: str) -> Any:

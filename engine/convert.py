@@ -182,14 +182,15 @@ def into_storyline(fmt: str, data: bytes, *, jsonl: bool = False, path: str | No
     codec = codecs.lookup(fmt)
     if codec is not None:  # a format that is not JSON: its own reader, then the hub's checks
         decoded = codec.decode(data, path)
-        failed = storyline.check_all(decoded, prefix=len(decoded) > 1)
+        failed = storyline.check_all(decoded, prefix=len(decoded) > 1) or _over_limits(decoded, len(decoded) > 1)
         if failed:
             raise MapcError(failed)
         return decoded
     if fmt == STORYLINE:
         units = read_units(data, jsonl=jsonl)
         found = [s for u in units for s in storyline.documents(u.document)]
-        failed = storyline.check_all(found, prefix=len(found) > 1 or type(units[0].document) is list)
+        prefix = len(found) > 1 or type(units[0].document) is list
+        failed = storyline.check_all(found, prefix=prefix) or _over_limits(found, prefix)
         if failed:
             raise MapcError(failed)
         return found
@@ -205,6 +206,17 @@ def into_storyline(fmt: str, data: bytes, *, jsonl: bool = False, path: str | No
     if problems:
         raise MapcError(problems)
     return stories
+
+
+def _over_limits(stories: list[dict[str, Any]], prefix: bool) -> list[Problem]:
+    """The residual limits (`--max-unknown-fields`, `--max-unknown-bytes`) hold for Storylines read as
+    they are, as for those a mapping makes (`forward_unit`)."""
+    limits = Limits.from_environment()
+    out: list[Problem] = []
+    for i, story in enumerate(stories):
+        found = limits.problems(story)
+        out.extend(p.within(f"/{i}") for p in found) if prefix else out.extend(found)
+    return out
 
 
 @_bounded_depth

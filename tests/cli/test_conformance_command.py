@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mapc.cli.main import cli
-from mapc.engine import suite
+from mapc.cli import suite
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "conformance"
