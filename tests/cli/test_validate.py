@@ -199,7 +199,9 @@ def test_validate_strict_is_harbors_rules(runner, tmp_path) -> None:
     assert runner.invoke(cli, ["validate", "--format", "atif", str(extended)]).exit_code == 0
     result = runner.invoke(cli, ["validate", "--format", "atif", "--strict", str(ok), str(extended)])
     assert result.exit_code == 1
-    assert problem_lines(result.stderr, str(extended)) == [(None, "/steps/1/tool_calls/0/result", "harbor.extra_forbidden")]
+    assert problem_lines(result.stderr, str(extended)) == [
+        (None, "/steps/1/tool_calls/0/result", "harbor.extra_forbidden")
+    ]
 
 
 def test_unknown_atif_version_is_a_warning_by_default_and_an_error_under_strict(runner, tmp_path) -> None:
