@@ -396,10 +396,8 @@ def explain_source(program: Program, document: Any, text: str) -> list[Finding]:
         raise _fail(f"{text!r} is not a JSON Pointer") from None
     if pointer.resolve(document, tokens) is MISSING:
         raise _fail(f"the input has no value at {text or '/'}", text)
-    if (
-        (envelope.KEY in tokens
-        and pointer.is_prefix(pointer.parse(program.spec.envelope), tokens))
-        or (tokens and tokens[0] == envelope.KEY)
+    if (envelope.KEY in tokens and pointer.is_prefix(pointer.parse(program.spec.envelope), tokens)) or (
+        tokens and tokens[0] == envelope.KEY
     ):
         return [
             Finding(
