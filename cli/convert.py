@@ -86,13 +86,27 @@ def convert_command(
                 f"cannot tell the format of {input} from its name or content; say it with --from", param_hint="INPUT"
             )
     with fail_on(input):
-        stories = convert.into_storyline(from_fmt, data, jsonl=is_jsonl(input), path=document_path(input))
+        try:
+            stories = convert.into_storyline(from_fmt, data, jsonl=is_jsonl(input), path=document_path(input))
+        except MapcError:
+            _hint_detected(input, data, from_fmt)
+            raise
         if redactor is not None:
             stories, counts = redactor.stories(stories)
         result = convert.from_storyline(to_fmt, stories)
     write_bytes(output, output_bytes(output, result))
     if redactor is not None:
         click.echo(f"{input}: {redact_summary(counts)}", err=True)
+
+
+def _hint_detected(input: str, data: bytes, from_fmt: str) -> None:
+    """When INPUT fails as --from FMT but its name or content says another format, say which."""
+    try:
+        guess = detect.detect(input, data)
+    except MapcError:
+        return
+    if guess is not None and guess != from_fmt and catalog.aliases().get(from_fmt) != guess:
+        click.echo(f"{input}: note: its content reads as {guess} (mapc detect); try --from {guess}", err=True)
 
 
 def _streams(from_fmt: str, to_fmt: str) -> bool:

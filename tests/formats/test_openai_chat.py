@@ -117,6 +117,7 @@ def test_the_wrong_format_names_the_line(runner: Any) -> None:
     result = runner.invoke(cli, ["convert", str(SAMPLE), "--from", "openai-msg", "--to", "atif"])
     assert result.exit_code == 1
     assert f"{SAMPLE}: line 1: /session_steps/0/session_id:" in result.output
+    assert "its content reads as openai-chat (mapc detect); try --from openai-chat" in result.output
 
 
 def test_spec_table_prints(runner: Any) -> None:
