@@ -661,6 +661,8 @@ def _step_slots(step: Any) -> Any:
     if type(obs) is dict and type(obs.get("results")) is list:
         step["observation"] = {**obs, "results": [_result_slots(r, ids) for r in obs["results"]]}
     step = _slot(step, list(dict.fromkeys(moved)))
+    if "message" not in step and "message" in (step.get("extra") or {}):
+        step = {**step, "message": ""}  # required: the value Harbor refuses is in the step's extra
     if type(step.get("observation")) is dict and set(step["observation"]) - {"results"}:
         obs = step["observation"]
         extra = step.get("extra") or {}
@@ -724,8 +726,9 @@ def extension_slots(doc: Any, stories: list[dict[str, Any]]) -> Any:
     """`doc` (written from `stories`) with every value Harbor's models forbid moved into the ATIF
     extension slot (`extra`) of its object: unknown keys, values of the wrong type, agent-only
     fields of other steps, a `source_call_id` naming no call of its step; non-object `arguments`
-    become `{}` with the value in the call's `extra`.  Step ids are the Storyline's turn ids:
-    ids that are not 1, 2, 3… stay (Harbor refuses them; not renumbered, issue 15 left).
+    become `{}` with the value in the call's `extra`, a message Harbor refuses (null, an
+    object, parts it does not know) becomes `""` with the value in the step's `extra`.  Step ids
+    are the Storyline's turn ids: ids that are not 1, 2, 3… stay (Harbor refuses them; issue 15).
 
     Nothing is done for Storylines read from ATIF (or carrying ATIF's own residuals): their
     document is given back exactly as it was (issue 15: exactness wins over Harbor validity);
