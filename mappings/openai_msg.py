@@ -426,6 +426,13 @@ def _rows(story: dict[str, Any], tables: Any, provenance: bool) -> list[dict[str
             row["created_at"] = ts
         row["messages"] = [*history, asked, *results]
         row["response"] = _response(response, step)
+        if not has_output(row["response"]):  # a row the reader refuses (openai.no_output): say so instead
+            k = next(i for i, t in enumerate(turns) if t is response)
+            raise MapcError.single(
+                "export.unrepresentable",
+                f"/turns/{k}",
+                "an agent turn with no message, refusal or tool call has no OpenAI response",
+            )
         _write_env(row, {**task_env, **(response.get("env") or {})}, tables)
         _write_metrics(row, response, tables)
         history = [*history, asked, *results, _response(response, step)]

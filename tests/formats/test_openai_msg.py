@@ -464,3 +464,16 @@ def test_spec_coverage_counts_a_corpus_and_its_unknown_keys():
         "/session_steps/*/x": (2, 1),
         "/session_steps/*/y": (1, 1),
     }
+
+
+def test_an_agent_turn_without_output_is_refused_not_written_as_an_unreadable_row():
+    """Found by the hop law: such a row was written and then refused by the reader (openai.no_output)."""
+    doc = {
+        "schema_version": "ATIF-v1.7",
+        "agent": {"name": "a", "version": "1"},
+        "session_id": "S",
+        "steps": [{"step_id": 1, "source": "agent", "message": None}],
+    }
+    with pytest.raises(MapcError) as caught:
+        mapc.convert("atif", "openai-msg", orjson.dumps(doc))
+    assert [(p.code, p.pointer) for p in caught.value.problems] == [("export.unrepresentable", "/0/turns/0")]
