@@ -12,27 +12,25 @@ import click
 
 from mapc.engine.problems import MapcError
 
-LIMIT_ENV = "MAPC_MAX_INPUT_BYTES"  # set by `mapc --max-input-bytes N`; worker processes inherit it
-
 
 def input_limit() -> int | None:
-    """The largest input, in bytes, that a command reads (None: no limit)."""
-    text = os.environ.get(LIMIT_ENV, "")
-    return int(text) if text.isdigit() and int(text) > 0 else None
+    """The largest input, in bytes, that the running command reads (None: no limit; `--max-input-bytes`)."""
+    from mapc.cli.boundary import options
+
+    return options().max_input_bytes
 
 
-def check_limit(path: str) -> None:
-    """MapcError `input.too_large` when file `path` is over the limit (OSError when it is unreadable)."""
-    limit = input_limit()
+def check_limit(path: str, limit: int | None) -> None:
+    """MapcError `input.too_large` when file `path` is over `limit` (OSError when it is unreadable)."""
     if limit is not None:
         size = Path(path).stat().st_size
         if size > limit:
             raise _too_large(size, limit)
 
 
-def read_limited(path: str) -> bytes:
-    """The bytes of file `path`; MapcError `input.too_large` (before reading) over the limit."""
-    check_limit(path)
+def read_limited(path: str, limit: int | None) -> bytes:
+    """The bytes of file `path`; MapcError `input.too_large` (before reading) over `limit` bytes."""
+    check_limit(path, limit)
     return Path(path).read_bytes()
 
 
@@ -44,20 +42,19 @@ def _too_large(size: int | str, limit: int) -> MapcError:
 def read_bytes(path: str) -> bytes:
     """The bytes of `path`, or of stdin for ``-``; an unreadable file is a usage error (exit 2), one
     over `--max-input-bytes` invalid input (exit 1)."""
-    from mapc.cli.output import fail_on
+    from mapc.cli.boundary import file_context
 
-    with fail_on(path):
+    limit = input_limit()
+    with file_context(path):
         if path == "-":
-            limit = input_limit()
             data = sys.stdin.buffer.read() if limit is None else sys.stdin.buffer.read(limit + 1)
             if limit is not None and len(data) > limit:
                 raise _too_large(f"more than {limit}", limit)
             return data
         try:
-            return read_limited(path)
+            return read_limited(path, limit)
         except OSError as exc:
             raise click.BadParameter(f"cannot read {path}: {exc.strerror or exc}", param_hint="INPUT") from None
-    raise AssertionError("unreachable")  # fail_on exits
 
 
 def write_chunks(path: str, chunks: Iterator[bytes]) -> None:

@@ -1,4 +1,4 @@
-"""What every command shares: JSON output bytes and the MapcError → exit 1 boundary."""
+"""What every command shares: JSON output bytes, and naming the file a MapcError is about."""
 
 from __future__ import annotations
 
@@ -8,13 +8,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import click
 import orjson
 
-from mapc.cli.render import report
+from mapc.cli.boundary import file_context
 from mapc.engine import catalog
 from mapc.engine.compile import Program
-from mapc.engine.problems import MapcError
 
 
 def dump_json(value: Any) -> bytes:
@@ -72,25 +70,16 @@ def document_bytes(document: Any) -> bytes:
 
 
 @contextmanager
-def fail_on(file: str, *, as_json: bool = False) -> Iterator[None]:
-    """Report a MapcError raised inside as problems of `file` and exit 1 (invalid data)."""
-    try:
+def fail_on(file: str) -> Iterator[None]:
+    """A MapcError raised inside is about `file` (unless it names its own source): the error boundary
+    (cli/boundary.py) reports its problems and exits 1."""
+    with file_context(file):
         yield
-    except MapcError as exc:
-        report(exc.source or file, exc.problems, as_json=as_json)
-        sys.exit(1)
 
 
 def spec_program(spec: str) -> Program:
-    """The compiled spec named on the command line.
+    """The compiled spec named on the command line (already resolved: cli/params.py `resolve_spec`).
 
-    A name that is neither a built-in nor a file is a usage error (exit 2); a spec file with
-    mistakes is reported with its file, line and column (exit 1).
-    """
-    try:
+    A spec file with mistakes is reported with its file, line and column (exit 1)."""
+    with fail_on(spec):
         return catalog.program(spec)
-    except MapcError as exc:
-        if exc.problems and exc.problems[0].code == "spec.not_found":
-            raise click.BadParameter(exc.problems[0].message, param_hint="SPEC") from None
-        report(exc.source or spec, exc.problems)
-        sys.exit(1)

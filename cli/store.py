@@ -13,25 +13,16 @@ from typing import Any
 
 import click
 
+from mapc.cli.boundary import on_interrupt, options
 from mapc.cli.engines import engine_options, open_engine
 from mapc.cli.files import input_limit, is_jsonl, read_bytes, read_limited, write_bytes
 from mapc.cli.output import document_bytes, fail_on
+from mapc.cli.params import FORMAT
 from mapc.cli.render import report
 from mapc.engine import convert
 from mapc.engine.problems import MapcError
 
 SUFFIXES = (".json", ".jsonl", ".ndjson")
-EVENTS_HINT = (
-    "events are Lance-only (RFC-0002 E-7): append JSONL records with `mapc events append`, "
-    "and turn events.lance into Storylines with `mapc events project`"
-)
-
-
-def _check_format(fmt: str, param: str) -> None:
-    if fmt == "events":
-        raise click.BadParameter(EVENTS_HINT, param_hint=param)
-    if fmt not in convert.formats():
-        raise click.BadParameter(f"{fmt!r} is not one of {', '.join(convert.formats())}", param_hint=param)
 
 
 def input_files(paths: tuple[str, ...]) -> list[str]:
@@ -75,7 +66,7 @@ def _input(file: str, fmt: str | None) -> Any:
     limit = input_limit()
     if limit is not None and size > limit:  # fails like any bad file, unread (read_limited refuses it by size)
         try:
-            read_limited(file)
+            read_limited(file, limit)
         except MapcError as exc:
             refused = exc.problems
     return Input(file, os.path.abspath(file), size, fmt, is_jsonl(file), refused=refused)
@@ -89,6 +80,7 @@ def _input(file: str, fmt: str | None) -> Any:
     "fmt",
     default=None,
     metavar="FMT",
+    type=FORMAT,
     help="Format of every input (storyline, atif, actf, …); default: detected per file.",
 )
 @click.option(
@@ -117,13 +109,15 @@ def store_command(
     """
     from mapc.store import dataset, ingest
 
-    if fmt is not None:
-        _check_format(fmt, "--from")
     if Path(to).exists() and not Path(to).is_dir():
         raise click.BadParameter(f"{to} exists and is not a directory", param_hint="--to")
     files = input_files(inputs)
     items = [_input(f, fmt) for f in files]  # unreadable files: usage error before any work
-    with open_engine(engine, address, workers) as runner, ingest.staged(Path(to), items, runner.map) as job:
+    on_interrupt(lambda: [f"nothing stored: {to} is as it was"])  # one commit per table, made last
+    with (
+        open_engine(engine, address, workers) as runner,
+        ingest.staged(Path(to), items, runner.map, options()) as job,
+    ):
         for outcome in job.outcomes:
             if outcome.status == ingest.SKIPPED:
                 click.echo(f"warning: skipped {outcome.file}: not a known format", err=True)
@@ -151,7 +145,7 @@ _DATASET = click.Path(exists=True, file_okay=False)
 
 @click.command("export")
 @click.argument("dataset_dir", metavar="DATASET", type=_DATASET)
-@click.option("--to", "fmt", required=True, metavar="FMT", help="Output format (storyline, atif, …).")
+@click.option("--to", "fmt", required=True, metavar="FMT", type=FORMAT, help="Output format (storyline, atif, …).")
 @click.option("-o", "--output", metavar="OUT", help="Write here (atomically) instead of stdout.")
 @click.option("--session", metavar="ID", help="Only the documents of this session.")
 @click.option("--document", metavar="ID", help="Only the document with this document_id.")
@@ -167,7 +161,6 @@ def export_command(dataset_dir: str, fmt: str, output: str | None, session: str 
     """
     from mapc.store import dataset
 
-    _check_format(fmt, "--to")
     with fail_on(dataset_dir):
         stories = dataset.read(Path(dataset_dir), session=session, document=document)
         result = convert.from_storyline(fmt, stories)

@@ -17,6 +17,7 @@ from mapc.engine import catalog, codecs, envelope, provenance, run, storyline
 from mapc.engine.checks import iter_check_problems
 from mapc.engine.compile import Program
 from mapc.engine.limits import Limits
+from mapc.engine.options import DEFAULT, Options
 from mapc.engine.prepare import prepare
 from mapc.engine.problems import MapcError, Problem, in_document_order
 from mapc.engine.schema import compiled_validator
@@ -40,23 +41,24 @@ class Unit:
         return problem.on_line(self.line) if self.line is not None else problem
 
 
-def read_units(data: bytes, *, jsonl: bool = False, rows: bool = False) -> list[Unit]:
+def read_units(data: bytes, *, jsonl: bool = False, rows: bool = False, options: Options = DEFAULT) -> list[Unit]:
     """Split an input file into top-level documents: an object, an array of them, or JSONL lines.
 
     For a row corpus (`rows`), an array or the JSONL lines are the rows of one document."""
+    dup = options.reject_duplicate_keys
     if jsonl:
         units = []
         for n, line in enumerate(data.splitlines(), start=1):
             if not line.strip():
                 continue
             try:
-                units.append(Unit(storyline.loads(line), line=n))
+                units.append(Unit(storyline.loads(line, reject_duplicate_keys=dup), line=n))
             except MapcError as exc:
                 raise MapcError([p.on_line(n) for p in exc.problems]) from None
         if not units:
             raise MapcError.single("input.empty", "", "the file holds no records; it cannot be empty")
         return [Unit([u.document for u in units])] if rows else units
-    doc = storyline.loads(data)
+    doc = storyline.loads(data, reject_duplicate_keys=dup)
     if type(doc) is list and not rows:
         if not doc:
             raise MapcError.single("input.empty", "", "the array cannot be empty")
@@ -91,7 +93,9 @@ def input_problems(program: Program, doc: Any) -> list[Problem]:
     return in_document_order(iter_check_problems(spec.checks, doc, program.children))
 
 
-def forward_unit(program: Program, unit: Unit, path: str | None = None) -> list[dict[str, Any]]:
+def forward_unit(
+    program: Program, unit: Unit, path: str | None = None, options: Options = DEFAULT
+) -> list[dict[str, Any]]:
     """Map one top-level source document to validated Storylines (`path`: the input's relative path)."""
     try:
         doc, carried = envelope.take(unit.document)
@@ -108,7 +112,7 @@ def forward_unit(program: Program, unit: Unit, path: str | None = None) -> list[
             for story in stories:
                 _recount(story)
         problems = [_output_problem(m.carrier, p) for m in mapped for p in storyline.check(m.story)]
-        limits = Limits.from_environment()
+        limits = Limits.of(options)
         problems += [_output_problem(m.carrier, p) for m in mapped for p in limits.problems(m.story)]
         if problems:
             raise MapcError(problems)
@@ -151,11 +155,14 @@ def _bounded_depth(fn: Callable[P, R]) -> Callable[P, R]:
 
 
 @_bounded_depth
-def into_storyline(fmt: str, data: bytes, *, jsonl: bool = False, path: str | None = None) -> list[dict[str, Any]]:
+def into_storyline(
+    fmt: str, data: bytes, *, jsonl: bool = False, path: str | None = None, options: Options = DEFAULT
+) -> list[dict[str, Any]]:
     """Every Storyline in the file `data` of format `fmt`, validated; MapcError on bad input.
 
     `path` is the file's path relative to the corpus it belongs to: formats that name their
-    documents by path (row corpora) use it, and reject an absolute one or one with `..`."""
+    documents by path (row corpora) use it, and reject an absolute one or one with `..`.
+    `options` (engine/options.py) sets the limits and the duplicate-key check."""
     codec = codecs.lookup(fmt)
     if codec is not None:  # a format that is not JSON: its own reader, then the hub's checks
         decoded = codec.decode(data, path)
@@ -164,19 +171,19 @@ def into_storyline(fmt: str, data: bytes, *, jsonl: bool = False, path: str | No
             raise MapcError(failed)
         return decoded
     if fmt == STORYLINE:
-        units = read_units(data, jsonl=jsonl)
+        units = read_units(data, jsonl=jsonl, options=options)
         found = [s for u in units for s in storyline.documents(u.document)]
         failed = storyline.check_all(found, prefix=len(found) > 1 or type(units[0].document) is list)
         if failed:
             raise MapcError(failed)
         return found
     program = program_for(fmt)
-    units = read_units(data, jsonl=jsonl, rows=program.spec.rows is not None)
+    units = read_units(data, jsonl=jsonl, rows=program.spec.rows is not None, options=options)
     stories: list[dict[str, Any]] = []
     problems: list[Problem] = []
     for unit in units:  # every unit is checked, so one run reports every bad element or line
         try:
-            stories.extend(forward_unit(program, unit, path))
+            stories.extend(forward_unit(program, unit, path, options))
         except MapcError as exc:
             problems.extend(exc.problems)
     if problems:
@@ -250,7 +257,9 @@ def streamable(from_fmt: str, to_fmt: str) -> bool:
     return target.each is None and target.spec.rows is None
 
 
-def convert_lines(from_fmt: str, to_fmt: str, lines: Iterable[bytes], *, path: str | None = None) -> Iterator[Any]:
+def convert_lines(
+    from_fmt: str, to_fmt: str, lines: Iterable[bytes], *, path: str | None = None, options: Options = DEFAULT
+) -> Iterator[Any]:
     """`convert` for JSONL read lazily (see `streamable`): the documents of each line in turn, so
     memory holds one line at a time.  Every line is checked; MapcError, with every bad line, at the end."""
     problems: list[Problem] = []
@@ -258,7 +267,7 @@ def convert_lines(from_fmt: str, to_fmt: str, lines: Iterable[bytes], *, path: s
         if not line.strip():
             continue
         try:
-            result = convert(from_fmt, to_fmt, line, path=path)
+            result = convert(from_fmt, to_fmt, line, path=path, options=options)
         except MapcError as exc:
             problems.extend(p.on_line(n) for p in exc.problems)
             continue
@@ -268,6 +277,14 @@ def convert_lines(from_fmt: str, to_fmt: str, lines: Iterable[bytes], *, path: s
         raise MapcError(problems)
 
 
-def convert(from_fmt: str, to_fmt: str, data: bytes, *, jsonl: bool = False, path: str | None = None) -> Any:
+def convert(
+    from_fmt: str,
+    to_fmt: str,
+    data: bytes,
+    *,
+    jsonl: bool = False,
+    path: str | None = None,
+    options: Options = DEFAULT,
+) -> Any:
     """`from_storyline(to, into_storyline(from, data))`."""
-    return from_storyline(to_fmt, into_storyline(from_fmt, data, jsonl=jsonl, path=path))
+    return from_storyline(to_fmt, into_storyline(from_fmt, data, jsonl=jsonl, path=path, options=options))

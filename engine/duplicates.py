@@ -1,25 +1,17 @@
 """Duplicate object keys (`--reject-duplicate-keys`): JSON readers keep the last of two values under
 one key, so a document can say two things at once.  When asked, mapc parses the input a second time
 with the standard library, which reports each object's pairs, and refuses any repeated key with the
-pointer of its second value.  Off by default: it costs a second parse.
+pointer of its second value.  Off by default (`Options.reject_duplicate_keys`): it costs a second parse.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from typing import Any
 
 from mapc.engine import pointer
 from mapc.engine.problems import Problem
-
-ENV = "MAPC_REJECT_DUPLICATE_KEYS"
-
-
-def enabled() -> bool:
-    """Whether the environment asks for the check (the CLI flag sets it for worker processes too)."""
-    return os.environ.get(ENV, "") not in ("", "0")
 
 
 class _Pairs(dict):  # type: ignore[type-arg]

@@ -45,14 +45,14 @@ def check_all(stories: list[Any], prefix: bool) -> list[Problem]:
     return out
 
 
-def loads(data: bytes | str) -> Any:
-    """Parse JSON bytes with orjson, as a data problem when they are not JSON (or, when asked, hold a
-    key twice in one object: engine/duplicates.py)."""
+def loads(data: bytes | str, *, reject_duplicate_keys: bool = False) -> Any:
+    """Parse JSON bytes with orjson, as a data problem when they are not JSON (or, with
+    `reject_duplicate_keys`, hold a key twice in one object: engine/duplicates.py)."""
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise MapcError.single("json.invalid", "", f"not valid JSON: {exc}") from None
-    if duplicates.enabled():
+    if reject_duplicate_keys:
         found = duplicates.problems(data)
         if found:
             raise MapcError(found)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 import pyarrow as pa
 
 from mapc.engine import convert, detect
+from mapc.engine.options import DEFAULT, Options
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.views import document_id
 from mapc.store import dataset, rows
@@ -76,9 +77,12 @@ class Outcome:
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
+    """Consecutive inputs for one worker, and the job's settings (engine/options.py), pickled with them."""
+
     index: int
     inputs: tuple[Input, ...]
     staging: dataset.Staging
+    options: Options = DEFAULT
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +112,7 @@ def chunk_bytes(total: int) -> int:
     return min(MAX_CHUNK, max(MIN_CHUNK, total // 64))
 
 
-def chunks(inputs: Sequence[Input], staging: dataset.Staging) -> list[Chunk]:
+def chunks(inputs: Sequence[Input], staging: dataset.Staging, options: Options = DEFAULT) -> list[Chunk]:
     """Consecutive runs of `inputs`, each closed once it holds `chunk_bytes` of input."""
     limit = chunk_bytes(sum(i.size for i in inputs))
     out: list[Chunk] = []
@@ -118,10 +122,10 @@ def chunks(inputs: Sequence[Input], staging: dataset.Staging) -> list[Chunk]:
         current.append(item)
         size += item.size
         if size >= limit:
-            out.append(Chunk(len(out), tuple(current), staging))
+            out.append(Chunk(len(out), tuple(current), staging, options))
             current, size = [], 0
     if current or not out:
-        out.append(Chunk(len(out), tuple(current), staging))
+        out.append(Chunk(len(out), tuple(current), staging, options))
     return out
 
 
@@ -135,7 +139,7 @@ def _read(item: Input) -> bytes:
         return handle.read()
 
 
-def _store_file(item: Input, builder: rows.Builder) -> Outcome:
+def _store_file(item: Input, builder: rows.Builder, options: Options = DEFAULT) -> Outcome:
     """Read, detect, convert and split one file into `builder`; every outcome, errors included, is returned."""
     if item.refused:
         return Outcome(item.file, FAILED, item.file, item.refused)
@@ -149,7 +153,7 @@ def _store_file(item: Input, builder: rows.Builder) -> Outcome:
         fmt = item.fmt or detect.detect(item.file, data)
         if fmt is None:
             return Outcome(item.file, SKIPPED)
-        stories = convert.into_storyline(fmt, data, jsonl=item.jsonl, path=item.document_path)
+        stories = convert.into_storyline(fmt, data, jsonl=item.jsonl, path=item.document_path, options=options)
         for story in stories:
             builder.add(story)
     except MapcError as exc:
@@ -169,7 +173,7 @@ def store_chunk(chunk: Chunk) -> ChunkResult:
 
     A chunk with a failed file stages nothing: the job will not be committed."""
     builder = rows.Builder()
-    outcomes = tuple(_store_file(item, builder) for item in chunk.inputs)
+    outcomes = tuple(_store_file(item, builder, chunk.options) for item in chunk.inputs)
     tables = builder.tables()
     if any(o.status == FAILED for o in outcomes):
         return ChunkResult(chunk.index, outcomes)
@@ -265,13 +269,13 @@ def _stopped(chunk: Chunk, exc: BaseException) -> ChunkResult:
 
 
 @contextmanager
-def staged(root: Path, inputs: Sequence[Input], schedule: Scheduler) -> Iterator[Staged]:
+def staged(root: Path, inputs: Sequence[Input], schedule: Scheduler, options: Options = DEFAULT) -> Iterator[Staged]:
     """Run the workers over `inputs` and yield the `Staged` job; its staging directory is removed on leaving.
 
     The caller reports the outcomes and, if no file failed, calls `Staged.commit`."""
     staging = dataset.Staging.open(root)
     try:
-        work = chunks(inputs, staging)
+        work = chunks(inputs, staging, options)
         results: list[ChunkResult | None] = [None] * len(work)
         for index, result in schedule(store_chunk, work):
             results[index] = _stopped(work[index], result) if isinstance(result, BaseException) else result
