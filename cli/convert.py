@@ -13,7 +13,7 @@ from mapc.cli import corpus
 from mapc.cli.boundary import on_interrupt, options
 from mapc.cli.engines import engine_options, open_engine
 from mapc.cli.files import check_limit, document_path, input_limit, is_jsonl, read_bytes, write_bytes, write_chunks
-from mapc.cli.output import document_bytes, fail_on, json_chunks
+from mapc.cli.output import fail_on, json_chunks, jsonl_chunks, output_bytes
 from mapc.cli.params import FORMAT_OR_SPEC
 from mapc.engine import convert, detect
 from mapc.engine.problems import MapcError
@@ -86,7 +86,7 @@ def convert_command(
         result = convert.convert(
             from_fmt, to_fmt, data, jsonl=is_jsonl(input), path=document_path(input), options=options()
         )
-    write_bytes(output, document_bytes(result))
+    write_bytes(output, output_bytes(output, result))
 
 
 def detected(input: str, data: bytes) -> str:
@@ -125,7 +125,7 @@ def _convert_lines(input: str, from_fmt: str, to_fmt: str, output: str) -> None:
             check_limit(input, input_limit())
             with open(input, "rb") as lines:
                 documents = convert.convert_lines(from_fmt, to_fmt, lines, path=document_path(input), options=options())
-                write_chunks(output, json_chunks(documents))
+                write_chunks(output, jsonl_chunks(documents) if is_jsonl(output) else json_chunks(documents))
         except OSError as exc:
             raise click.BadParameter(f"cannot read {input}: {exc.strerror or exc}", param_hint="INPUT") from None
 

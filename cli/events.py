@@ -7,6 +7,7 @@ them only through Storyline (`project`).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -15,7 +16,9 @@ from mapc.cli.boundary import options
 from mapc.cli.files import is_jsonl, read_bytes, write_bytes
 from mapc.cli.output import document_bytes, fail_on
 from mapc.cli.params import FORMAT
+from mapc.cli.render import report
 from mapc.engine import convert
+from mapc.engine.problems import Problem
 
 
 @click.group("events")
@@ -56,7 +59,9 @@ def append_command(file: str, to: str) -> None:
 def project_command(events_path: str, fmt: str, output: str | None, session: str | None) -> None:
     """Project events into Storylines, in any format.
 
-    One Storyline per session (REFERENCE.md §1.2), then through the hub.
+    One Storyline per session (REFERENCE.md §1.2), then through the hub.  A stored row
+    that cannot be projected (an older mapc or another tool wrote it) is reported and left
+    out, the other events are still projected, and the exit status is 1.
 
     \b
     Examples:
@@ -65,10 +70,17 @@ def project_command(events_path: str, fmt: str, output: str | None, session: str
     """
     from mapc.store import events
 
+    skipped: list[Problem] = []  # rows and sessions that cannot be projected: reported, the rest still is
     with fail_on(events_path):
-        stories = events.project(events.read_records(Path(events_path)), session=session)
-        result = convert.from_storyline(fmt, stories)
+        try:
+            records = events.read_records(Path(events_path), skipped=skipped)
+            stories = events.project(records, session=session, skipped=skipped)
+            result = convert.from_storyline(fmt, stories)
+        finally:
+            report(events_path, skipped)
     write_bytes(output, document_bytes(result))
+    if skipped:
+        sys.exit(1)
 
 
 @events_group.command("synthesize")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -24,6 +26,8 @@ COMMANDS = {
     "index": "mapc.cli.store:index_command",
     "compact": "mapc.cli.store:compact_command",
     "query": "mapc.cli.query:query_command",
+    "stats": "mapc.cli.query:stats_command",
+    "find": "mapc.cli.query:find_command",
     "events": "mapc.cli.events:events_group",
     "spec": "mapc.cli.spec:spec_group",
     "explain": "mapc.cli.spec:explain_command",
@@ -60,6 +64,12 @@ ROOT_OPTIONS: tuple[tuple[str, str | None, Any, str], ...] = (
         None,
         "Refuse JSON that repeats a key in one object (json.duplicate_key; costs a second parse).",
     ),
+    (
+        "--no-cache",
+        "MAPC_NO_CACHE",
+        None,
+        "Do not use the spec cache (parsed specs and their compiled code, in MAPC_CACHE_DIR or ~/.cache/mapc).",
+    ),
 )
 
 
@@ -73,9 +83,32 @@ def _root_option(name: str, kind: Any, help: str) -> click.Option:
 
 
 def _set_option(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    if param.name is not None:
+    if param.name == "no_cache":
+        if value:
+            _spec_cache(None, no_cache=True)
+    elif param.name is not None:
         boundary.set_options(ctx, **{param.name: value})
     return value
+
+
+def cache_directory(no_cache: bool = False) -> Path | None:
+    """Where the spec cache lives (engine/cache.py): MAPC_CACHE_DIR, else $XDG_CACHE_HOME/mapc, else
+    ~/.cache/mapc; None with --no-cache (or MAPC_NO_CACHE=1)."""
+    if no_cache:
+        return None
+    given = os.environ.get("MAPC_CACHE_DIR")
+    if given:
+        return Path(given)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "mapc"
+
+
+def _spec_cache(ctx: click.Context | None, *, no_cache: bool) -> None:
+    from mapc.engine import cache
+
+    cache.use(cache_directory(no_cache))
+    if ctx is not None:
+        ctx.call_on_close(lambda: cache.use(None))  # a caller running commands in one process: as it was
 
 
 def _with_root_options(command: click.Command) -> click.Command:
@@ -131,6 +164,7 @@ def cli(ctx: click.Context, **options: Any) -> None:
     Exit status: 0 success, 1 invalid data, 2 usage (bad options, unusable files), 130 interrupted.
     Shell completion: eval "$(_MAPC_COMPLETE=bash_source mapc)" (docs/cli.md).
     """
+    _spec_cache(ctx, no_cache=bool(options.pop("no_cache", False)))
     boundary.set_options(ctx, **options)
 
 

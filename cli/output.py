@@ -59,6 +59,21 @@ def _item(document: Any) -> bytes:
     return b"  " + _pretty(document).replace(b"\n", b"\n  ")
 
 
+def jsonl_chunks(documents: Iterator[Any]) -> Iterator[bytes]:
+    """JSONL: one compact JSON document a line (a list of documents is one line per element), for
+    an output named `.jsonl`/`.ndjson` (a fine-tuning file is one conversation a line)."""
+    for document in documents:
+        for item in document if type(document) is list else [document]:
+            yield orjson.dumps(item) + b"\n"
+
+
+def output_bytes(path: str | None, document: Any) -> bytes:
+    """`document_bytes`, or JSONL (`jsonl_chunks`) when the output `path` is named `.jsonl`/`.ndjson`."""
+    if path is not None and path.endswith((".jsonl", ".ndjson")) and type(document) is not str:
+        return b"".join(jsonl_chunks(iter([document])))
+    return document_bytes(document)
+
+
 def document_bytes(document: Any) -> bytes:
     """A converted document as file bytes: a text format's ``str`` as UTF-8 (AgenticMD, from a
     codec), ``bytes`` as they are, any JSON value through `dump_json`."""

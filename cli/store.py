@@ -7,16 +7,18 @@ so listing commands or running `mapc run` does not pay for them.
 from __future__ import annotations
 
 import os
+import re
 import sys
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import click
 
 from mapc.cli.boundary import on_interrupt, options
 from mapc.cli.engines import engine_options, open_engine
 from mapc.cli.files import input_limit, is_jsonl, read_bytes, read_limited, write_bytes
-from mapc.cli.output import document_bytes, fail_on
+from mapc.cli.output import dump_json, fail_on, output_bytes
 from mapc.cli.params import FORMAT
 from mapc.cli.render import report
 from mapc.engine import convert
@@ -72,6 +74,48 @@ def _input(file: str, fmt: str | None) -> Any:
     return Input(file, os.path.abspath(file), size, fmt, is_jsonl(file), refused=refused)
 
 
+SHOWN: int = 20
+"""Problem (and warning) lines `mapc store` prints before summarising the rest; --json lists them all."""
+
+
+def report_many(located: list[tuple[str, Any]], *, as_json: bool) -> None:
+    """Problems of many files on stderr: the first `SHOWN` lines and ``… and N more``, or all as JSON."""
+    if as_json:
+        rows = [{"file": file, **problem.as_dict()} for file, problem in located]
+        click.echo(dump_json(rows).decode(), err=True, nl=False)
+        return
+    for file, problem in located[:SHOWN]:
+        report(file, [problem])
+    if len(located) > SHOWN:
+        click.echo(f"… and {len(located) - SHOWN:,} more problems (--json lists them all)", err=True)
+
+
+def _report_outcomes(outcomes: list[Any], *, as_json: bool) -> bool:
+    """Files skipped (warnings) and failed (problems), in input order, each kind cut after `SHOWN` lines;
+    True when a file failed."""
+    from mapc.store import ingest
+
+    skipped = 0
+    failed: list[tuple[str, Any]] = []
+    for outcome in outcomes:
+        if outcome.status == ingest.SKIPPED:
+            if skipped < SHOWN:
+                click.echo(f"warning: skipped {outcome.file}: not a known format", err=True)
+            skipped += 1
+        elif outcome.status == ingest.FAILED:
+            if not as_json:
+                for problem in outcome.problems[: max(0, SHOWN - len(failed))]:
+                    report(outcome.source, [problem])
+            failed.extend((outcome.source, p) for p in outcome.problems)
+    if skipped > SHOWN:
+        click.echo(f"warning: … and {skipped - SHOWN:,} more files of no known format skipped", err=True)
+    if as_json and failed:
+        report_many(failed, as_json=True)
+    elif len(failed) > SHOWN:
+        click.echo(f"… and {len(failed) - SHOWN:,} more problems (--json lists them all)", err=True)
+    return bool(failed)
+
+
 @click.command("store")
 @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
 @click.option("--to", "to", required=True, metavar="DATASET", help="Dataset directory (created if needed).")
@@ -89,55 +133,80 @@ def _input(file: str, fmt: str | None) -> Any:
     metavar="N",
     help="Worker processes (--engine local), or the CPUs of a local Ray (default: the number of CPUs).",
 )
+@click.option(
+    "--skip-existing",
+    is_flag=True,
+    help="Leave out documents whose document_id is already stored (counted), instead of failing.",
+)
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Replace stored documents of the same document_id (one merge commit per table), instead of failing.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Report problems as one JSON array on stderr, all of them.")
 @engine_options
 def store_command(
-    inputs: tuple[str, ...], to: str, fmt: str, workers: int | None, engine: str, address: str | None
+    inputs: tuple[str, ...],
+    to: str,
+    fmt: str,
+    workers: int | None,
+    skip_existing: bool,
+    replace: bool,
+    as_json: bool,
+    engine: str,
+    address: str | None,
 ) -> None:
     """Import files or directories into a Lance dataset.
 
     Every input goes through the Storyline hub and is validated first; DATASET is
-    appended to, or created.  A document_id already stored, or given twice, is an error
-    naming both, and nothing is written.  Without --from each file's format is detected
-    from its path, then its content; a file of no known format is skipped with a warning.
-    Workers (processes, or Ray tasks with --engine ray) convert the files and write the
-    rows; the tables are then committed once each.
+    appended to, or created.  A document_id given twice is an error naming both, and
+    nothing is written; so is one already stored, unless --skip-existing (the stored
+    document stays, the new one is counted and left out) or --replace (the new one takes
+    the stored one's place in every table, at the end of the storage order).  So a growing
+    folder is stored by re-running one command.  Without --from each file's format is
+    detected from its path, then its content; a file of no known format is skipped with a
+    warning.  Workers (processes, or Ray tasks with --engine ray) convert the files and
+    write the rows; the tables are then committed once each.  Past 20 problems the rest
+    are counted (--json lists them all).
 
     \b
     Examples:
       mapc store --from atif tests/data/fixtures/atif --to /tmp/corpus
+      mapc store --from atif tests/data/fixtures/atif --to /tmp/corpus --skip-existing
       mapc store --from atif tests/data/fixtures/atif/sparse_13.json --to /tmp/one
     """
     from mapc.store import dataset, ingest
 
+    if skip_existing and replace:
+        raise click.UsageError("--skip-existing and --replace exclude each other")
     if Path(to).exists() and not Path(to).is_dir():
         raise click.BadParameter(f"{to} exists and is not a directory", param_hint="--to")
+    existing = ingest.SKIP_EXISTING if skip_existing else ingest.REPLACE if replace else ingest.ERROR
     files = input_files(inputs)
     items = [_input(f, fmt) for f in files]  # unreadable files: usage error before any work
     on_interrupt(lambda: [f"nothing stored: {to} is as it was"])  # one commit per table, made last
     with (
         open_engine(engine, address, workers) as runner,
-        ingest.staged(Path(to), items, runner.map, options()) as job,
+        fail_on(to, as_json=as_json),
+        ingest.staged(Path(to), items, runner.map, existing, options()) as job,
     ):
-        for outcome in job.outcomes:
-            if outcome.status == ingest.SKIPPED:
-                click.echo(f"warning: skipped {outcome.file}: not a known format", err=True)
-            elif outcome.status == ingest.FAILED:
-                report(outcome.source, outcome.problems)
-        if job.failed:
+        if _report_outcomes(job.outcomes, as_json=as_json):
             sys.exit(1)
         try:
             stored = job.commit()
         except dataset.LocatedError as exc:
-            for file, problem in exc.located:
-                report(file, [problem])
+            report_many(list(exc.located), as_json=as_json)
             sys.exit(1)
-        except MapcError as exc:
-            report(exc.source or to, exc.problems)
-            sys.exit(1)
-    click.echo(
+        skipped = job.skipped_existing
+    summary = (
         f"stored {stored.documents} document{'s' if stored.documents != 1 else ''} "
         f"({stored.steps} steps, {stored.tool_calls} tool calls) in {to}"
     )
+    if replace:
+        summary += f", {stored.replaced} of them replacing stored ones"
+    if skip_existing:
+        summary += f"; {skipped} already stored, skipped"
+    click.echo(summary)
 
 
 _DATASET = click.Path(exists=True, file_okay=False)
@@ -149,31 +218,54 @@ _DATASET = click.Path(exists=True, file_okay=False)
 @click.option("-o", "--output", metavar="OUT", help="Write here (atomically) instead of stdout.")
 @click.option("--session", metavar="ID", help="Only the documents of this session.")
 @click.option("--document", metavar="ID", help="Only the document with this document_id.")
-def export_command(dataset_dir: str, fmt: str, output: str | None, session: str | None, document: str | None) -> None:
+@click.option(
+    "--where",
+    "predicate",
+    metavar="SQL",
+    help="Only the documents whose runs row satisfies this SQL predicate (DuckDB; see mapc query).",
+)
+def export_command(
+    dataset_dir: str, fmt: str, output: str | None, session: str | None, document: str | None, predicate: str | None
+) -> None:
     """Rebuild documents from a dataset, in any format.
 
     Reading checks the table invariants (ordinals, foreign keys, results_json) and fails closed.
+    --where keeps the documents whose runs row satisfies a SQL predicate: any column of
+    runs, its convenience columns (correct, score, reward, …) or a subquery on steps and
+    tool_calls; so a corpus becomes a training set in one command.
 
     \b
     Examples:
       mapc export /tmp/corpus --to storyline -o /tmp/corpus.json
       mapc export /tmp/corpus --to atif --session fixture-sparse_13
+      mapc export /tmp/corpus --to openai-msg --where "total_prompt_tokens > 100000"
+      mapc export /tmp/corpus --to atif --where "session_id in (select session_id from tool_calls where function_name = 'Bash')"
     """
-    from mapc.store import dataset
+    from mapc.store import dataset, query
 
+    root = Path(dataset_dir)
     with fail_on(dataset_dir):
-        stories = dataset.read(Path(dataset_dir), session=session, document=document)
+        documents = None
+        if predicate is not None:
+            try:
+                documents = query.matching_documents(root, predicate)
+            except query.QueryError as exc:  # bad SQL is a usage mistake (exit 2), not bad data
+                raise click.BadParameter(exc.problems[0].message, param_hint="--where") from None
+        described = f"--where {predicate}"
+        stories = dataset.read(root, session=session, document=document, documents=documents, described=described)
         result = convert.from_storyline(fmt, stories)
-    write_bytes(output, document_bytes(result))
+    write_bytes(output, output_bytes(output, result))
 
 
 @click.command("index")
 @click.argument("dataset_dir", metavar="DATASET", type=_DATASET)
 def index_command(dataset_dir: str) -> None:
-    """Create (or rebuild) the scalar indexes.
+    """Create (or rebuild) the scalar and full-text indexes.
 
     BTree on document_id and session_id of runs, steps and tool_calls; Bitmap on
-    tool_calls.function_name.
+    tool_calls.function_name; full-text (what mapc find searches) on steps.message_json,
+    steps.observation_json and tool_calls.result_json.  Rows stored later are still
+    searched, unindexed, until the next mapc index.
 
     \b
     Example:
@@ -188,20 +280,53 @@ def index_command(dataset_dir: str) -> None:
         click.echo(f"{table}: {', '.join(columns) or '(no rows, no index)'}")
 
 
+class Duration(click.ParamType):
+    """A duration such as ``0s``, ``90s``, ``30m``, ``1h`` or ``2d`` (a bare number is seconds)."""
+
+    name = "DURATION"
+    UNITS: Final = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> timedelta:
+        if isinstance(value, timedelta):
+            return value
+        match = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)?", str(value).strip())
+        if match is None:
+            self.fail(f"{value!r} is not a duration such as 0s, 30m, 1h or 2d", param, ctx)
+        return timedelta(seconds=float(match[1]) * self.UNITS[match[2] or "s"])
+
+
 @click.command("compact")
 @click.argument("dataset_dir", metavar="DATASET", type=_DATASET)
-def compact_command(dataset_dir: str) -> None:
-    """Compact each table and drop older versions.
+@click.option(
+    "--grace",
+    type=Duration(),
+    default="1h",
+    show_default=True,
+    help="Keep versions retired less than this long ago (readers that started before may still use them).",
+)
+def compact_command(dataset_dir: str, grace: timedelta) -> None:
+    """Compact each table, then remove what no reader can still use.
 
-    Small fragments are merged, then the versions older than the result are deleted.
+    Small fragments are merged into new versions, and CURRENT is switched to them in one
+    atomic step.  Then compact removes the versions retired more than --grace ago (the
+    versions this run retired go at a later run, unless --grace 0s), data files no version
+    references, and the staging directories of killed jobs.  A compact killed at any moment
+    leaves a dataset that reads as before.
 
     \b
-    Example:
+    Examples:
       mapc compact /tmp/corpus
+      mapc compact /tmp/corpus --grace 0s
     """
     from mapc.store import dataset
 
+    removed = dataset.Removed()
     with fail_on(dataset_dir):
-        versions = dataset.compact(Path(dataset_dir))
+        versions = dataset.compact(Path(dataset_dir), grace=grace, removed=removed)
     for table, version in versions.items():
         click.echo(f"{table}: version {version}")
+    click.echo(
+        f"removed {removed.versions} old version{'s' if removed.versions != 1 else ''} and "
+        f"{removed.staging} staging leftover{'s' if removed.staging != 1 else ''}",
+        err=True,
+    )

@@ -1,5 +1,13 @@
 """Generate straight-line Python for each scope of a compiled program.
 
+**The rule of this module: a spec never becomes code.**  A spec is untrusted input, so every value
+taken from it (pointer segments, object keys, constants, names, table values, messages built from
+them) reaches the generated source only as ``repr()`` of a ``str``, ``bool``, ``None`` or small
+``int`` (`_Writer.literal`, ``{x!r}``), or as a constant of the namespace the code indexes by a name
+this module makes up (`_Writer.const`).  Nothing from a spec is ever formatted into the text of the
+code itself; a message that names a spec value is built in Python and then written with ``repr``.
+`tests/hardening/test_codegen_injection.py` checks it over every string slot of the spec schema.
+
 Interpreting rule objects costs several calls per value; the generated functions do what a
 hand-written converter does (dict lookups and stores, inline), so a spec runs at about the speed
 of code written for one format.  The source is compiled once per program and registered in
@@ -33,6 +41,7 @@ import linecache
 from collections.abc import Callable
 from typing import Any
 
+from mapc.engine import cache
 from mapc.engine.pointer import escape
 from mapc.engine.program import (
     Frame,
@@ -111,8 +120,11 @@ class _Writer:
         return self._ids[key]
 
     def literal(self, value: Any) -> str:
-        """An expression for `value`: a literal for a scalar, else the shared constant itself."""
-        return repr(value) if type(value) in (str, int, float, bool) or value is None else self.const(value)
+        """An expression for `value`: the `repr` of a string, boolean, None or a small integer, else
+        the shared constant itself (a float's repr may be ``inf``, a name; a huge int's may not exist)."""
+        if type(value) in (str, bool) or value is None or (type(value) is int and -(2**64) < value < 2**64):
+            return repr(value)
+        return self.const(value)
 
     def temp(self) -> str:
         self._temps += 1
@@ -512,7 +524,12 @@ def _reverse_fn_check(w: _Writer, d: int, rule: Rule, level: int, fin: Fin) -> N
         for n, (path, name) in enumerate(zip(rule.reverse_targets, names, strict=True)):
             have = f"{k}h{n}"
             w.emit(1, f"{have} = {w.path_local(1, 'src', path)}")
-            w.emit(1, f"if {have} is not MISSING and {have} is not None and not json_equal({have}, {name}):")
+            # A null the reverse would not write back at all is kept too (absent and null differ).
+            w.emit(
+                1,
+                f"if {have} is not MISSING and ({have} is not None or {name} is MISSING)"
+                f" and not json_equal({have}, {name}):",
+            )
             w.emit(2, f"ctx.checks[{k} + {n}] = (prefix + {pointer_text(path)!r}, {have})")
 
     fin.append(decide)
@@ -885,11 +902,10 @@ def _reverse_scope(w: _Writer, scope: Scope, name: str, counter: list[int]) -> N
         holder = child.dst_rel[:-1]
         if holder:
             w.emit(1, f"h = {w.path_local(1, 'elem', holder)}")
-            only = "{" + repr(child.dst_rel[-1]) + "}"
+            only = w.const(frozenset([child.dst_rel[-1]]), "ONLY")
+            what = "an object holding only " + child.dst_rel[-1]  # spec text: into the code as a literal only
             w.emit(1, f"if h is not MISSING and h is not None and (type(h) is not dict or set(h) - {only}):")
-            w.emit(
-                2, f"ctx.problems.append(({where}, idx, {len(holder)}, 'an object holding only {child.dst_rel[-1]}'))"
-            )
+            w.emit(2, f"ctx.problems.append(({where}, idx, {len(holder)}, {what!r}))")
         w.emit(1, "if items is not MISSING and items is not None and type(items) is not list:")
         w.emit(2, f"ctx.problems.append(({where}, idx, {len(child.dst_rel)}, 'an array'))")
         w.emit(1, "if type(items) is list:")
@@ -1012,5 +1028,5 @@ def generate(name: str, root: Scope) -> tuple[ScopeFn, ScopeFn, str]:
     filename = f"<mapc {name}.yaml forward/reverse>"
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     namespace = dict(w.names)
-    exec(compile(source, filename, "exec"), namespace)
+    exec(cache.compiled(source, filename), namespace)  # compile(), or its bytecode from the spec cache
     return namespace["forward_root"], namespace["reverse_root"], source

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
-from mapc.engine import catalog, codecs, envelope, provenance, run, storyline
+from mapc.engine import catalog, codecs, envelope, pointer, provenance, run, storyline
 from mapc.engine.checks import iter_check_problems
 from mapc.engine.compile import Program
 from mapc.engine.limits import Limits
@@ -21,6 +21,7 @@ from mapc.engine.options import DEFAULT, Options
 from mapc.engine.prepare import prepare
 from mapc.engine.problems import MapcError, Problem, in_document_order
 from mapc.engine.schema import compiled_validator
+from mapc.engine.template import Template
 
 STORYLINE = "storyline"
 P = ParamSpec("P")
@@ -34,11 +35,31 @@ class Unit:
     document: Any
     prefix: str = ""
     line: int | None = None
+    lines: tuple[int, ...] = ()  # a row corpus read from JSONL: the line of each row
 
-    def locate(self, problem: Problem) -> Problem:
-        """Put this unit's location on a problem found inside it."""
+    def locate(self, problem: Problem, rows: Template | None = None) -> Problem:
+        """Put this unit's location on a problem found inside it (for a row corpus from JSONL, whose
+        problems point at `rows` positions, the line of the row)."""
         problem = problem.within(self.prefix) if self.prefix else problem
-        return problem.on_line(self.line) if self.line is not None else problem
+        if self.line is not None:
+            return problem.on_line(self.line)
+        if self.lines and rows is not None and problem.line is None:
+            row = _row_position(rows, problem.pointer)
+            if row is not None and row < len(self.lines):
+                return problem.on_line(self.lines[row])
+        return problem
+
+
+def _row_position(rows: Template, ptr: str) -> int | None:
+    """The row index in `ptr` when it points into the rows at `rows` (``/rows/{r}/…``)."""
+    head = rows.literal() or ()
+    try:
+        tokens = pointer.parse(ptr)
+    except pointer.PointerSyntaxError:
+        return None
+    if len(tokens) > len(head) and tokens[: len(head)] == head and pointer.is_array_index(tokens[len(head)]):
+        return int(tokens[len(head)])
+    return None
 
 
 def read_units(data: bytes, *, jsonl: bool = False, rows: bool = False, options: Options = DEFAULT) -> list[Unit]:
@@ -57,7 +78,7 @@ def read_units(data: bytes, *, jsonl: bool = False, rows: bool = False, options:
                 raise MapcError([p.on_line(n) for p in exc.problems]) from None
         if not units:
             raise MapcError.single("input.empty", "", "the file holds no records; it cannot be empty")
-        return [Unit([u.document for u in units])] if rows else units
+        return [Unit([u.document for u in units], lines=tuple(u.line or 0 for u in units))] if rows else units
     doc = storyline.loads(data, reject_duplicate_keys=dup)
     if type(doc) is list and not rows:
         if not doc:
@@ -118,7 +139,8 @@ def forward_unit(
             raise MapcError(problems)
         return stories
     except MapcError as exc:
-        raise MapcError([unit.locate(p) for p in exc.problems]) from None
+        rows = program.spec.rows.rows if program.spec.rows is not None else None
+        raise MapcError([unit.locate(p, rows) for p in exc.problems]) from None
 
 
 def _output_problem(carrier: str, problem: Problem) -> Problem:

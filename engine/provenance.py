@@ -64,7 +64,13 @@ def _lost_in_hop(program: Program, doc: Rebuilt, target: str, export: Export, re
     try:
         hop = export(target, [m.story for m in doc.stories])
         data = hop.encode() if isinstance(hop, str) else orjson.dumps(hop)
-        again = run.reverse(program, read(target, data))
+        back = read(target, data)
+        try:
+            again = run.reverse(program, back)
+        except MapcError:
+            # A's own residuals may not fit what B gave back (a residual inside a message B
+            # dropped): diff against what B alone gives, so the kept values hold all of it.
+            again = run.reverse(program, [_without_source(s, program.spec.source) for s in back])
     except (MapcError, orjson.JSONEncodeError):
         # The export itself will say why; or it holds what JSON cannot (a lone surrogate, an
         # integer beyond 64 bits, nesting orjson does not write), which only a Python caller hands over.
@@ -98,6 +104,15 @@ def _owner(ptr: str, carriers: list[tuple[str, ...]]) -> int | None:
             if (ptr == c or ptr.startswith(c + "/")) and len(c) > length:
                 best, length = n, len(c)
     return best
+
+
+def _without_source(story: dict[str, Any], source: str) -> dict[str, Any]:
+    uf = story.get("unknown_fields")
+    if type(uf) is not dict or source not in (uf.get("sources") or {}):
+        return story
+    sources = {k: v for k, v in uf["sources"].items() if k != source}
+    rest = {k: v for k, v in story.items() if k not in ("unknown_fields", "unknown_key_counts")}
+    return {**rest, "unknown_fields": {**uf, "sources": sources}} if sources else rest
 
 
 def _with_residuals(story: dict[str, Any], program: Program, doc: Any, extra: dict[str, Any]) -> dict[str, Any]:

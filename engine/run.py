@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from mapc.engine import pointer, rows
+from mapc.engine import fold, pointer, rows
 from mapc.engine.mapped import Mapped, Rebuilt
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.program import Context, Frame, Program, Rule, get_in, pointer_text, put_in
@@ -125,6 +125,11 @@ def _forward_node(
                 if k not in known:
                     ctx.residual[base + pointer.escape(k)] = v
     _keep_what_the_reverse_loses(ctx)
+    if program.spec.fold:
+        folded = fold.fold(program.spec.fold, story)
+        if folded is not story:  # `story` is shared with the Context: change it in place
+            story.clear()
+            story.update(folded)
     if parent is not None:
         story["parent"] = {"psid": document_id(parent)}
     if ctx.residual:
@@ -169,7 +174,7 @@ def _keep_what_the_reverse_loses(ctx: Context) -> None:
                 values = (values,)
             for path, value in zip(rule.reverse_targets, values, strict=True):
                 have = get_in(frame.elem, path)
-                if have is not MISSING and have is not None and not json_equal(have, value):
+                if have is not MISSING and (have is not None or value is MISSING) and not json_equal(have, value):
                     ctx.residual[at + pointer_text(path)] = have
         elif not json_equal(rule.reverse_value(story_frame, ctx), raw):
             ctx.residual[at] = raw
@@ -259,9 +264,11 @@ def _reverse_members(program: Program, stories: list[dict[str, Any]]) -> Rebuilt
     problems: list[Problem] = []
     ctx = Context({}, None, {}, top=top, count=len(stories))
     for n, story in enumerate(stories):
-        ctx.story, ctx.first, ctx.key = story, n == 0, MISSING
+        view = fold.unfold(program.spec.fold, story) if program.spec.fold else story
+        ctx.story, ctx.first, ctx.key = view, n == 0, MISSING
         out: dict[str, Any] = {}
-        program.reverse_root(story, out, ctx, (), (), (MISSING,))
+        program.reverse_root(view, out, ctx, (), (), (MISSING,))
+        ctx.story = story
         problems.extend(_unwritable(ctx, stories))
         key = ctx.key
         if key is MISSING or key is None:
@@ -298,8 +305,10 @@ def _reverse_node(
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     mapped.append(Mapped(story, prefix))
-    ctx.story, ctx.parent = story, parent
-    program.reverse_root(story, out, ctx, (), (), (MISSING,))
+    view = fold.unfold(program.spec.fold, story) if program.spec.fold else story
+    ctx.story, ctx.parent = view, parent
+    program.reverse_root(view, out, ctx, (), (), (MISSING,))
+    ctx.story = story
     if ctx.problems:
         raise MapcError(_unwritable(ctx, list(index.values())))
     if program.children is not None and type(story.get("children")) is list:

@@ -15,6 +15,7 @@ from typing import Any, NoReturn, TypeAlias
 
 import yaml
 
+from mapc.engine import fold as fold_module
 from mapc.engine.pointer import PointerSyntaxError
 from mapc.engine.problems import MapcError, Problem, SpecLocation
 from mapc.engine.select import compile_selections
@@ -232,6 +233,7 @@ class Spec:
     prepare: Any = None  # variant shapes rewritten before the checks (engine/prepare.py)
     aliases: tuple[str, ...] = ()  # other names the format is known by
     rows: RowsSpec | None = None  # a row corpus (engine/rows.py) instead of one document tree
+    fold: Any = ()  # elements folded into the one before them (engine/fold.py), parsed
 
 
 # --- YAML with locations -------------------------------------------------------------------
@@ -282,7 +284,27 @@ def read_spec_text(path: Path) -> str:
 
 def parse_yaml(file: str, text: str) -> tuple[Any, _Located]:
     """The plain data of spec text and where each of its nodes stands; MapcError (``spec.yaml``,
-    ``spec.duplicate_key``) for text that is not plain YAML data."""
+    ``spec.duplicate_key``) for text that is not plain YAML data.
+
+    With the spec cache on (engine/cache.py), text parsed before is not parsed again: its data comes
+    back as JSON, and is checked by the reader as any spec's data is."""
+    from mapc.engine import cache
+
+    hit = cache.spec_data(text)
+    if type(hit) is dict and type(hit.get("marks")) is list:
+        try:
+            located = _Located(file)
+            located.marks = {tuple(path): (int(line), int(column)) for path, line, column in hit["marks"]}
+            return hit.get("data"), located
+        except (TypeError, ValueError):
+            pass  # not what this code writes: parse the text
+    data, located = _parse_yaml(file, text)
+    marks = [[list(path), line, column] for path, (line, column) in located.marks.items()]
+    cache.store_spec_data(text, {"data": data, "marks": marks})
+    return data, located
+
+
+def _parse_yaml(file: str, text: str) -> tuple[Any, _Located]:
     try:
         node = yaml.compose(text, Loader=_DepthLimitedLoader)
     except yaml.YAMLError as exc:
@@ -479,6 +501,7 @@ class _SpecReader:
             "checks",
             "detect",
             "prepare",
+            "fold",
             "aliases",
             "decode_json",
             "consume",
@@ -524,10 +547,39 @@ class _SpecReader:
             checks=tuple(c for c in checks if c is not None),
             detect=data.get("detect"),
             prepare=data.get("prepare"),
+            fold=self.folds(data),
             aliases=tuple(str(a) for a in data.get("aliases") or ()),
             rows=rows,
             at=self.loc.at(),
         )
+
+    def folds(self, data: dict[str, Any]) -> Any:
+        """`fold: [{array, where, into, take}]` (engine/fold.py), parsed; problems are spec problems."""
+        entries = data.get("fold")
+        if entries is None:
+            return ()
+        ok = isinstance(entries, list) and all(
+            isinstance(e, dict)
+            and set(e) == {"array", "where", "into", "take"}
+            and all(isinstance(e[k], str) for k in ("array", "into"))
+            and all(isinstance(e[k], dict) and e[k] for k in ("where", "take"))
+            and all(isinstance(v, str) for v in e["take"].values())
+            for e in entries
+        )
+        if not ok:
+            self.fail("`fold` is a list of {array, where: {ptr: value}, into, take: {key: ptr}}", "fold")
+            return ()
+        bad = fold_module.problems_of(entries)
+        for p in bad:
+            self.fail(p.message, *p.pointer.strip("/").split("/"))
+        if bad:
+            return ()
+        arrays = {}
+        for src, dst in (data.get("arrays") or {}).items():
+            to = dst.get("to") if isinstance(dst, dict) else dst
+            if isinstance(to, str):
+                arrays[src] = to
+        return fold_module.parse(entries, arrays)
 
     def rows(self, document: dict[str, Any], data: dict[str, Any]) -> RowsSpec | None:
         """`document: {rows, group_by, order_by, map: {call, reverse_call}}` and its companions."""

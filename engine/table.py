@@ -222,4 +222,13 @@ def markdown(spec: Spec) -> str:
         lines.append("Constants (no source pointer):")
         for target, value in consts:
             lines.append(f"- `{target}` = `{json.dumps(value, ensure_ascii=False)}`")
+    for f in spec.fold:
+        array, into = pointer.format(f.array), pointer.format(f.into)
+        where = ", ".join(f"`{pointer.format(p)}` = `{json.dumps(v, ensure_ascii=False)}`" for p, v in f.where)
+        take = ", ".join(f"`{k}` ← `{pointer.format(p)}`" for k, p in f.take)
+        lines.append("")
+        lines.append(
+            f"Folded: an element of `{array}` where {where} is moved into `{into}` of the element before it, "
+            f"as {{{take}}}; the reverse writes each item back as an element of its own after that one."
+        )
     return "\n".join(lines) + "\n"

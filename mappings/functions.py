@@ -392,4 +392,5 @@ def _blocks_text(blocks: Any, kind: str) -> str:
     )
 
 
+from mapc.mappings import openai_chat  # noqa: E402,F401,I001  (registers the chat and ShareGPT functions)
 from mapc.mappings import openai_msg  # noqa: E402,F401  (registers the OpenAI functions)

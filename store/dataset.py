@@ -6,7 +6,8 @@ no ``generations/`` indirection; every cell is stored inline)::
     DATASET/
       .lock              # fcntl.flock: one writer at a time (store, index, compact)
       .staging/JOB/      # an import's fragments until its commit (left behind only by a killed job)
-      CURRENT            # JSON: the Lance version of each table that readers see
+      .staging/JOB.lock  # flock held by the job while it runs: `compact` removes only unlocked jobs
+      CURRENT            # JSON: the Lance version of each table that readers see, and when older ones retired
       runs.lance/  steps.lance/  tool_calls.lance/
 
 **Fragments, then one commit per table.** An import first writes its rows as Lance fragments into
@@ -31,6 +32,15 @@ read-check-commit, so the commits of two ``mapc store`` into one dataset run one
 and neither loses rows; the ``document_id`` uniqueness check runs under the same lock.  Staging
 needs no lock (each job has its own directory, and only a commit touches the tables).  Readers
 take no lock.
+
+**Maintenance** (`compact`, `create_indexes`) is a commit like an import: under the lock it writes
+new versions of the tables, then switches ``CURRENT`` to them in one atomic write.  Nothing a
+reader may still use is deleted before that switch, so a maintenance step killed at any moment
+leaves ``CURRENT`` naming versions that exist.  Each switch records in ``CURRENT`` (``retired``)
+the version it replaced and when; a reader that read ``CURRENT`` before the switch may still open
+that version.  `compact` removes a version only when the switch that retired it is older than the
+grace period (one hour by default), or when no ``CURRENT`` ever named it; and it removes data files
+no version references, and the staging directories of killed jobs.
 """
 
 from __future__ import annotations
@@ -39,6 +49,7 @@ import contextlib
 import fcntl
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -64,12 +75,25 @@ CURRENT: Final = "CURRENT"
 LOCK: Final = ".lock"
 STAGING: Final = ".staging"
 LAYOUT_VERSION: Final = 1
+DEFAULT_GRACE: Final = timedelta(hours=1)
+MAX_RETIRED: Final = 256  # records per table kept in CURRENT; dropping the oldest only delays removals
 
-# §4 "Indexes", restricted to what issue 7 asks for.
+# §4 "Indexes", restricted to what issue 7 asks for, and the full-text indexes `mapc find` searches
+# (messages and tool results; issue 20).
 INDEXES: Final = {
     "runs": (("document_id", "BTREE"), ("session_id", "BTREE")),
-    "steps": (("document_id", "BTREE"), ("session_id", "BTREE")),
-    "tool_calls": (("document_id", "BTREE"), ("session_id", "BTREE"), ("function_name", "BITMAP")),
+    "steps": (
+        ("document_id", "BTREE"),
+        ("session_id", "BTREE"),
+        ("message_json", "INVERTED"),
+        ("observation_json", "INVERTED"),
+    ),
+    "tool_calls": (
+        ("document_id", "BTREE"),
+        ("session_id", "BTREE"),
+        ("function_name", "BITMAP"),
+        ("result_json", "INVERTED"),
+    ),
 }
 
 
@@ -104,6 +128,7 @@ class Stored:
     steps: int
     tool_calls: int
     versions: dict[str, int]
+    replaced: int = 0  # of `documents`, how many replaced a stored document of the same id
 
 
 # --- CURRENT and the lock ---------------------------------------------------------------------------
@@ -126,14 +151,76 @@ def read_current(root: Path) -> dict[str, int] | None:
     return {name: tables[name] for name in TABLES if name in tables}
 
 
-def _write_current(root: Path, versions: dict[str, int]) -> None:
-    body = orjson.dumps({"layout_version": LAYOUT_VERSION, "tables": versions}, option=orjson.OPT_INDENT_2)
+@dataclass(frozen=True, slots=True)
+class Pointer:
+    """All of ``CURRENT``: the versions readers see, and per table ``(version, unix_ms)`` retirements.
+
+    A record ``(A, t)`` says: at `t` ``CURRENT`` stopped naming version `A` of the table.  As the
+    versions ``CURRENT`` names only grow, no version up to `A` has been named since `t`.
+    """
+
+    tables: dict[str, int]
+    retired: dict[str, list[tuple[int, int]]]
+
+
+def _read_pointer(root: Path) -> Pointer | None:
+    """``CURRENT`` with its retirement records (a malformed or missing record list counts as none)."""
+    tables = read_current(root)
+    if tables is None:
+        return None
+    retired: dict[str, list[tuple[int, int]]] = {}
+    raw = orjson.loads((root / CURRENT).read_bytes()).get("retired")
+    if isinstance(raw, dict):
+        for name, records in raw.items():
+            if name in tables and isinstance(records, list):
+                good = [r for r in records if isinstance(r, list) and len(r) == 2 and all(type(x) is int for x in r)]
+                if len(good) == len(records):
+                    retired[name] = [(a, t) for a, t in good]
+    return Pointer(tables, retired)
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _write_current(root: Path, versions: dict[str, int], *, retire: dict[str, int] | None = None) -> None:
+    """Switch ``CURRENT`` to `versions` (under the lock), recording each version it stops naming.
+
+    `retire` adds records for versions retired at an unknown earlier time (a dataset written before
+    the records existed): they are dated now, which can only keep them longer.
+    """
+    previous = _read_pointer(root)
+    retired = {name: list(records) for name, records in (previous.retired if previous else {}).items()}
+    now = _now_ms()
+    for name, old in (previous.tables if previous else {}).items():
+        if versions.get(name) != old:
+            retired.setdefault(name, []).append((old, now))
+    for name, version in (retire or {}).items():
+        retired.setdefault(name, []).append((version, now))
+    _put_current(root, Pointer(versions, retired))
+
+
+def _put_current(root: Path, pointer: Pointer) -> None:
+    """Replace ``CURRENT`` atomically: a temporary file, fsynced, renamed over it, and the directory fsynced."""
+    retired = {
+        name: [list(r) for r in sorted(records)[-MAX_RETIRED:]]
+        for name, records in sorted(pointer.retired.items())
+        if name in pointer.tables and records
+    }
+    body = orjson.dumps(
+        {"layout_version": LAYOUT_VERSION, "tables": pointer.tables, "retired": retired}, option=orjson.OPT_INDENT_2
+    )
     tmp = root / f".{CURRENT}.{os.getpid()}.tmp"
     with open(tmp, "wb") as out:
         out.write(body + b"\n")
         out.flush()
         os.fsync(out.fileno())
     os.replace(tmp, root / CURRENT)
+    directory = os.open(root, os.O_RDONLY)
+    try:
+        os.fsync(directory)  # the rename itself survives a power loss
+    finally:
+        os.close(directory)
 
 
 @contextmanager
@@ -216,7 +303,9 @@ class Staging:
     def open(cls, root: Path) -> Staging:
         created = not root.exists()
         directory = Path(os.path.abspath(root)) / STAGING / uuid.uuid4().hex
-        directory.mkdir(parents=True)
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        _hold_job_lock(directory)  # before the directory exists: `compact` never sees it unlocked
+        directory.mkdir()
         versions = []
         for name in TABLES:
             path = table_path(root, name)
@@ -230,9 +319,27 @@ class Staging:
 
     def discard(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)
+        _release_job_lock(self.directory)
         for leftover in (os.path.dirname(self.directory), *((self.root,) if self.created_root else ())):
             with contextlib.suppress(OSError):
                 os.rmdir(leftover)  # only when empty: another job's staging, or the dataset, stays
+
+
+_JOB_LOCKS: dict[str, int] = {}  # staging directory -> the descriptor whose flock marks the job alive
+
+
+def _hold_job_lock(directory: Path) -> None:
+    fd = os.open(f"{directory}.lock", os.O_CREAT | os.O_RDWR, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    _JOB_LOCKS[str(directory)] = fd
+
+
+def _release_job_lock(directory: str) -> None:
+    fd = _JOB_LOCKS.pop(directory, None)
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(f"{directory}.lock")
+        os.close(fd)
 
 
 def stage(staging: Staging, name: str, table: pa.Table) -> list[FragmentMetadata]:
@@ -308,6 +415,8 @@ def commit(
     fragments: dict[str, list[FragmentMetadata]],
     counts: dict[str, int],
     seen: dict[str, Source],
+    *,
+    replace: bool = False,
 ) -> Stored:
     """Under the lock: check the ids against the dataset, stage the numbered runs, commit every table, then CURRENT.
 
@@ -315,18 +424,23 @@ def commit(
     ``storage_ordinal`` counting from `first` (the dataset's next ordinal, known only under the lock);
     `fragments` holds the staged steps and tool_calls, `counts` the rows of each table, `seen` every
     ``document_id`` of the import with its source.  A ``document_id`` already stored is a
-    `LocatedError` and nothing is committed.  One commit per table, then ``CURRENT``; see the module
-    docstring for atomicity.
+    `LocatedError` and nothing is committed, unless `replace`: then the stored document's rows in
+    every table give way to the import's (`_merge_table`).  One commit per table, then ``CURRENT``;
+    see the module docstring for atomicity.
     """
     root = Path(staging.root)
     with locked(root):
         current = _recover(root)
         stored_runs = _open(root, "runs", current)
         first = 0
+        replaced: list[str] = []
         if stored_runs is not None:
             stored = stored_runs.to_table(columns=["document_id"]).column("document_id")
             found = pc.is_in(stored, value_set=pa.array(list(seen), type=pa.string()))
             clashes = []
+            if replace:
+                replaced = pc.filter(stored, found).to_pylist()
+                found = pa.array([False] * len(stored), type=pa.bool_())
             for doc_id in pc.filter(stored, found).to_pylist():
                 source = seen[doc_id]
                 clashes.append(
@@ -343,8 +457,8 @@ def commit(
                 raise LocatedError(sorted(clashes, key=lambda c: (c[0], c[1].pointer)))
             first = _next_ordinal(stored_runs)
         staged = {"runs": stage_runs(first), **fragments}
-        versions = _commit(root, staging, current, staged)
-    return Stored(counts.get("runs", 0), counts.get("steps", 0), counts.get("tool_calls", 0), versions)
+        versions = _commit(root, staging, current, staged, replaced)
+    return Stored(counts.get("runs", 0), counts.get("steps", 0), counts.get("tool_calls", 0), versions, len(replaced))
 
 
 def _write_table(path: Path, fragments: list[FragmentMetadata], *, exists: bool) -> int:
@@ -370,16 +484,22 @@ def _move(staging: Staging, name: str, fragments: list[FragmentMetadata], path: 
 
 
 def _commit(
-    root: Path, staging: Staging, current: dict[str, int], staged: dict[str, list[FragmentMetadata]]
+    root: Path,
+    staging: Staging,
+    current: dict[str, int],
+    staged: dict[str, list[FragmentMetadata]],
+    replaced: Sequence[str] = (),
 ) -> dict[str, int]:
-    """Commit each table's fragments (one commit each), then CURRENT; on any failure undo what was done."""
+    """Commit each table's fragments (one commit each), then CURRENT; on any failure undo what was done.
+
+    With `replaced` ids, a table that exists is merged instead (`_merge_table`), still one commit."""
     done: list[tuple[str, int | None]] = []
     versions = dict(current)
     try:
         for name in TABLES:
             fragments = staged.get(name, [])
             previous = current.get(name)
-            if previous is not None and not fragments:
+            if previous is not None and not fragments and not replaced:
                 continue  # nothing to add: no commit
             path = table_path(root, name)
             if previous is not None:
@@ -387,6 +507,10 @@ def _commit(
                 problems = [] if ds is None else rows.schema_problems(name, ds.schema)
                 if problems:
                     raise MapcError(problems)
+                if replaced and ds is not None:
+                    versions[name] = _merge_table(ds, staging, name, fragments, replaced)
+                    done.append((name, previous))
+                    continue
             moved = _move(staging, name, fragments, path)
             try:
                 versions[name] = _write_table(path, fragments, exists=previous is not None)
@@ -403,6 +527,42 @@ def _commit(
         _rollback(root, done)
         raise
     return versions
+
+
+MERGE_KEYS: Final = {
+    "runs": ["document_id"],
+    "steps": ["document_id", "step_id"],
+    "tool_calls": ["document_id", "step_id", "call_index"],
+}
+"""The key of a row within its table, on which `--replace` merges."""
+
+
+def sql_in(column: str, values: Sequence[str]) -> str:
+    """A Lance (DataFusion SQL) predicate ``column IN ('a', 'b')``: each value a string literal, quotes doubled.
+
+    Document ids come from the data, so they reach SQL only as escaped literals, never as SQL."""
+    literals = ", ".join("'" + value.replace("'", "''") + "'" for value in values)
+    return f"{column} IN ({literals})"
+
+
+def _merge_table(
+    ds: lance.LanceDataset, staging: Staging, name: str, fragments: list[FragmentMetadata], replaced: Sequence[str]
+) -> int:
+    """One Lance commit that replaces the rows of the `replaced` documents by the staged rows.
+
+    ``merge_insert`` on the table's key (`MERGE_KEYS`): a staged row updates the stored row of the
+    same key or is inserted, and a stored row of a replaced document that no staged row matches
+    (a step or a call the new version no longer has) is deleted.  With nothing staged for this
+    table the replaced documents' rows are only deleted.  Returns the new version."""
+    gone = sql_in("document_id", replaced)
+    if not fragments:
+        ds.delete(gone)
+        return lance.dataset(ds.uri).version
+    uri = staging.table_uri(name)
+    source = lance.LanceDataset.commit(uri, lance.LanceOperation.Overwrite(rows.SCHEMAS[name], fragments))
+    merge = ds.merge_insert(MERGE_KEYS[name]).when_matched_update_all().when_not_matched_insert_all()
+    merge.when_not_matched_by_source_delete(gone).execute(source.scanner().to_reader())
+    return lance.dataset(ds.uri).version
 
 
 def _rollback(root: Path, done: list[tuple[str, int | None]]) -> None:
@@ -463,6 +623,16 @@ def open_tables(root: Path) -> dict[str, lance.LanceDataset | None]:
     return tables
 
 
+def stored_ids(root: Path) -> pa.Array:
+    """The ``document_id`` of every document readers see (none for a directory with no runs table yet)."""
+    if not table_path(root, "runs").exists():
+        return pa.array([], type=pa.string())
+    ds = _open(root, "runs", read_current(root))
+    if ds is None:
+        return pa.array([], type=pa.string())
+    return ds.to_table(columns=["document_id"]).column("document_id").combine_chunks()
+
+
 def arrow_tables(root: Path, where: Any = None) -> dict[str, pa.Table]:
     """The rows readers see, as Arrow tables (all columns), filtered by the expression `where`."""
     out = {}
@@ -478,11 +648,18 @@ def arrow_tables(root: Path, where: Any = None) -> dict[str, pa.Table]:
     return out
 
 
-def read(root: Path, *, session: str | None = None, document: str | None = None) -> list[dict[str, Any]]:
-    """The Storylines of the dataset (or of one session or document), in storage order.
+def read(
+    root: Path,
+    *,
+    session: str | None = None,
+    document: str | None = None,
+    documents: Sequence[str] | None = None,
+    described: str = "",
+) -> list[dict[str, Any]]:
+    """The Storylines of the dataset (or of one session, one document, the `documents` ids), in storage order.
 
     Raises `MapcError` when the rows break a §4 invariant (see `rows.rebuild`), or when the
-    filter matches nothing (``store.not_found``).
+    filter matches nothing (``store.not_found``; `described` says what `documents` came from).
     """
     where = None
     if session is not None:
@@ -490,13 +667,19 @@ def read(root: Path, *, session: str | None = None, document: str | None = None)
     if document is not None:
         match = pc.field("document_id") == document
         where = match if where is None else where & match
+    if documents is not None:
+        match = pc.field("document_id").isin(pa.array(list(documents), type=pa.string()))
+        where = match if where is None else where & match
     t = arrow_tables(root, where)
     stories = rows.rebuild(t["runs"], t["steps"], t["tool_calls"])
     if not stories:
         what = "the dataset holds no document"
-        if session is not None or document is not None:
+        if session is not None or document is not None or documents is not None:
             what = "no document matches " + " and ".join(
-                f"{k} {_q(v)}" for k, v in (("session", session), ("document", document)) if v is not None
+                [
+                    *(f"{k} {_q(v)}" for k, v in (("session", session), ("document", document)) if v is not None),
+                    *([described or "the given ids"] if documents is not None else []),
+                ]
             )
         raise MapcError.single("store.not_found", "", what)
     return stories
@@ -505,25 +688,35 @@ def read(root: Path, *, session: str | None = None, document: str | None = None)
 # --- maintenance ------------------------------------------------------------------------------------
 
 
-def _maintain(root: Path, work: Callable[[str, lance.LanceDataset], None]) -> dict[str, int]:
+def _maintain(
+    root: Path, work: Callable[[str, lance.LanceDataset], None], after: Callable[[], None] | None = None
+) -> dict[str, int]:
+    """Under the lock: `work` makes new versions of each table, then one switch of ``CURRENT`` names them all.
+
+    `after` runs under the same lock once ``CURRENT`` names the new versions (the removals of `compact`).
+    """
     if not root.is_dir():
         raise MapcError.single("store.not_a_dataset", "", f"{root} is not a dataset directory")
     with locked(root):
         current = _recover(root)
         if not current:
             raise MapcError.single("store.not_a_dataset", "", f"{root} holds no table")
+        new = dict(current)
         for name in TABLES:
             if name in current:
                 ds = lance.dataset(str(table_path(root, name)), version=current[name])
                 work(name, ds)
-                current[name] = lance.dataset(str(table_path(root, name))).version
-        _write_current(root, current)
-    return current
+                new[name] = lance.dataset(str(table_path(root, name))).version
+        _write_current(root, new)  # the switch: until here readers and a restart see the old versions
+        if after is not None:
+            after()
+    return new
 
 
 def create_indexes(root: Path) -> dict[str, int]:
     """Scalar indexes: BTree on ``document_id`` and ``session_id`` of all three tables, Bitmap on
-    ``tool_calls.function_name``; an existing index is rebuilt over all rows."""
+    ``tool_calls.function_name``; full-text (Lance INVERTED) on ``steps.message_json``,
+    ``steps.observation_json`` and ``tool_calls.result_json``; an existing index is rebuilt over all rows."""
 
     def work(name: str, ds: lance.LanceDataset) -> None:
         if ds.count_rows() == 0:
@@ -534,15 +727,128 @@ def create_indexes(root: Path) -> dict[str, int]:
     return _maintain(root, work)
 
 
-def compact(root: Path) -> dict[str, int]:
-    """Merge small fragments of each table, then delete the versions older than the compacted one."""
+@dataclass(slots=True)
+class Removed:
+    """What one `compact` removed: old table versions, and staging directories of killed jobs."""
+
+    versions: int = 0
+    staging: int = 0
+
+
+def compact(root: Path, *, grace: timedelta = DEFAULT_GRACE, removed: Removed | None = None) -> dict[str, int]:
+    """Merge small fragments of each table, switch ``CURRENT``, then remove what nothing can name.
+
+    Removed: table versions retired longer than `grace` ago (or never named by ``CURRENT``), data
+    files no remaining version references, staging directories of killed jobs (older than `grace`
+    when they predate job locks) and temporary ``CURRENT`` files.  A reader that read ``CURRENT``
+    less than `grace` before a switch can still open the version it names.  `removed`, when given,
+    is filled with the counts.
+    """
+    tally = removed if removed is not None else Removed()
 
     def work(name: str, ds: lance.LanceDataset) -> None:
-        ds = lance.dataset(ds.uri)  # latest == CURRENT after recovery
-        ds.optimize.compact_files()
-        lance.dataset(ds.uri).cleanup_old_versions(older_than=timedelta(0))
+        lance.dataset(ds.uri).optimize.compact_files()  # latest == CURRENT after recovery
 
-    return _maintain(root, work)
+    def after() -> None:
+        tally.versions += _remove_retired(root, grace)
+        tally.staging += _remove_staging_leftovers(root, grace)
+
+    return _maintain(root, work, after)
+
+
+def _removable(versions: list[int], named: int, records: list[tuple[int, int]], cutoff_ms: int) -> list[int]:
+    """The versions of a table no reader can name: retired before `cutoff_ms`, or never named.
+
+    A version up to a record's `A` retired no later than that record's time; a version above every
+    record's `A` and below `named` was committed after the last switch and never named.
+    """
+    expired = [a for a, at in records if at <= cutoff_ms]
+    upto = max(expired, default=-1)
+    top = max((a for a, _ in records), default=None)
+    out = []
+    for v in versions:
+        if v == named:
+            continue
+        if v <= upto or (top is not None and top < v < named):
+            out.append(v)
+    return out
+
+
+def _remove_retired(root: Path, grace: timedelta) -> int:
+    """Under the lock, after the switch: remove the removable versions and unreferenced files of each table."""
+    pointer = _read_pointer(root)
+    if pointer is None:
+        return 0
+    now = _now_ms()
+    cutoff = now - grace // timedelta(milliseconds=1)
+    count = 0
+    kept: dict[str, list[tuple[int, int]]] = {}
+    for name, named in pointer.tables.items():
+        ds = lance.dataset(str(table_path(root, name)))
+        if ds.version != named:  # never after recovery; Lance's cleanup keeps its latest, not CURRENT's
+            raise MapcError.single("store.bad_table", name, f"latest version {ds.version}, CURRENT names {named}")
+        existing = [v["version"] for v in ds.versions()]
+        records = list(pointer.retired.get(name, []))
+        if not records and min(existing) < named:
+            records.append((named - 1, now))  # retired at an unknown time (an older mapc): now at the latest
+        old = _removable(existing, named, records, cutoff)
+        if old:
+            ds.cleanup_old_versions(versions=old, delete_unverified=True, error_if_tagged_old_versions=False)
+        else:  # no version to remove: still remove data files no version references (killed writers')
+            ds.cleanup_old_versions(older_than=timedelta(days=36500), delete_unverified=True)
+        count += len(old)
+        left = [v for v in existing if v not in old]
+        kept[name] = [(a, t) for a, t in records if a >= min(left) and a < named]
+    kept = {name: records for name, records in kept.items() if records}
+    if kept != {name: records for name, records in pointer.retired.items() if records}:
+        _put_current(root, Pointer(pointer.tables, kept))
+    for tmp in root.glob(f".{CURRENT}.*.tmp"):  # a writer killed while writing CURRENT (we hold the lock)
+        tmp.unlink(missing_ok=True)
+    return count
+
+
+def _remove_staging_leftovers(root: Path, grace: timedelta) -> int:
+    """Remove the staging directories whose job is gone: its lock is free, or (no lock) it is older than `grace`."""
+    staging = root / STAGING
+    if not staging.is_dir():
+        return 0
+    count = 0
+    cutoff = time.time() - grace.total_seconds()
+    for entry in sorted(staging.iterdir()):
+        if entry.suffix == ".lock":
+            if not (staging / entry.stem).exists() and entry.stat().st_mtime <= cutoff and _dead(entry):
+                entry.unlink(missing_ok=True)
+            continue
+        lock = staging / f"{entry.name}.lock"
+        if lock.exists():
+            if not _dead(lock):
+                continue
+        elif entry.stat().st_mtime > cutoff:
+            continue  # a job of an older mapc (no lock) may still be running
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+        lock.unlink(missing_ok=True)
+        count += 1
+    with contextlib.suppress(OSError):
+        staging.rmdir()  # only when empty
+    return count
+
+
+def _dead(lock: Path) -> bool:
+    """Whether no process holds the job lock `lock` (it can be taken without waiting)."""
+    try:
+        fd = os.open(lock, os.O_RDWR)
+    except FileNotFoundError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)  # closing releases a lock taken here
+    return True
 
 
 def indexed_columns(root: Path) -> dict[str, list[str]]:

@@ -37,6 +37,10 @@ from mapc.engine.views import effective_kind
 
 I64_MAX: Final = 2**63 - 1
 NS_PER_MS: Final = 1_000_000
+MAX_MS: Final = I64_MAX // NS_PER_MS  # the last millisecond whose nanoseconds fit the i64 timestamps we format
+# Levels of nesting a record may have: its payload_json is written by orjson (254 levels at most), and a
+# projected turn wraps the payload a few levels deeper still.
+MAX_DEPTH: Final = 200
 
 REQUEST_KINDS: Final = frozenset({"llm.request", "http.request"})
 RESPONSE_KINDS: Final = frozenset({"llm.response", "llm.response.stream", "http.response", "http.response.stream"})
@@ -102,6 +106,9 @@ def record_problems(record: Any) -> list[Problem]:
     """
     if type(record) is not dict:
         return [Problem("events.not_object", "", "an EventRecord is a JSON object")]
+    too_deep = _too_deep(record)
+    if too_deep is not None:  # before anything else: the other checks quote values with orjson
+        return [Problem("events.too_deep", too_deep, f"the record is nested more than {MAX_DEPTH} levels deep")]
     problems = []
     for key in ("seq", "source", "kind", "payload"):
         if key not in record:
@@ -134,6 +141,15 @@ def record_problems(record: Any) -> list[Problem]:
             )
         )
         unix_ms = None
+    elif unix_ms is not None and unix_ms > MAX_MS:
+        problems.append(
+            Problem(
+                "events.timestamp_range",
+                "/timestamp_unix_ms",
+                f"{unix_ms} ms is after the last instant a timestamp holds ({MAX_MS} ms, in the year 2262)",
+            )
+        )
+        unix_ms = None
     text = record.get("timestamp")
     text_ms = None
     if type(text) is str:
@@ -152,6 +168,32 @@ def record_problems(record: Any) -> list[Problem]:
     if not has_time:
         problems.append(Problem("events.missing_timestamp", "", "a stored event needs timestamp_unix_ms or timestamp"))
     return problems
+
+
+def _too_deep(value: Any) -> str | None:
+    """The pointer of the first value nested more than `MAX_DEPTH` levels deep in `value`, else None.
+
+    Iterative, so a value nested past Python's recursion limit is measured too.
+    """
+    stack: list[tuple[Any, int, tuple[str, ...]]] = [(value, 1, ())]
+    while stack:
+        node, depth, path = stack.pop()
+        if type(node) is dict:
+            children: Iterable[tuple[str, Any]] = node.items()
+        elif type(node) is list:
+            children = ((str(i), v) for i, v in enumerate(node))
+        else:
+            continue
+        for key, child in children:
+            if type(child) in (dict, list):
+                if depth >= MAX_DEPTH:
+                    return "".join(f"/{_escape(k)}" for k in (*path, key))
+                stack.append((child, depth + 1, (*path, key)))
+    return None
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
 
 
 def event_ms(record: dict[str, Any]) -> int | None:
@@ -259,13 +301,17 @@ def append(path: Path, records: list[dict[str, Any]]) -> int:
     return ds.version
 
 
-def read_records(path: Path) -> list[dict[str, Any]]:
+def read_records(path: Path, *, skipped: list[Problem] | None = None) -> list[dict[str, Any]]:
     """The EventRecords of ``events.lance`` in physical append order, checked against their columns.
 
-    Each row's ``seq``, ``event_id``, ``timestamp``, ``kind``, ``source``, ``call_id``,
-    ``trace_id``, ``parent_call_id`` and ``model`` must agree with ``payload_json`` (else
+    Each row's ``payload_json`` must be a record `append` would accept (else ``events.bad_json`` or
+    ``events.bad_record``), and its ``seq``, ``event_id``, ``timestamp``, ``kind``, ``source``,
+    ``call_id``, ``trace_id``, ``parent_call_id`` and ``model`` must agree with it (else
     ``events.row_mismatch``); the ``session_id`` and ``agent_id`` columns then replace the
     record's own values (a null column removes the key).
+
+    A row that fails is a `MapcError` (fail closed); with `skipped`, its problems go there instead
+    and the row is left out, so one unreadable row never hides the others (the rows stay as stored).
     """
     import lance
     import pyarrow as pa
@@ -289,6 +335,7 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     problems: list[Problem] = []
     for i in range(table.num_rows):
         where = f"events[row={i}, seq={cols['seq'][i]}]"
+        before = len(problems)
         try:
             record = orjson.loads(cols["payload_json"][i])
         except orjson.JSONDecodeError as exc:
@@ -313,14 +360,18 @@ def read_records(path: Path) -> list[dict[str, Any]]:
                         f"the column holds {_q(cols[name][i])} but payload_json gives {_q(expected[index])}",
                     )
                 )
+        if len(problems) > before:
+            continue
         for name in ("session_id", "agent_id"):
             if cols[name][i] is None:
                 record.pop(name, None)
             else:
                 record[name] = cols[name][i]
         out.append(record)
-    if problems:
+    if problems and skipped is None:
         raise MapcError(problems)
+    if skipped is not None:
+        skipped.extend(problems)
     return out
 
 
@@ -669,26 +720,60 @@ def _put(obj: dict[str, Any], key: str, value: Any) -> None:
         obj[key] = value
 
 
-def project(records: list[dict[str, Any]], *, session: str | None = None) -> list[dict[str, Any]]:
+def project(
+    records: list[dict[str, Any]], *, session: str | None = None, skipped: list[Problem] | None = None
+) -> list[dict[str, Any]]:
     """One Storyline per ``storyline_key`` (in order of first appearance), or only `session`'s.
 
     A record with no ``session_id``, ``storyline_id`` or ``run_id`` cannot be placed: error.
+    With `skipped` the projection is total: a record that `record_problems` refuses or that
+    belongs to no Storyline, and a session whose projection fails, are reported there and left
+    out; only "nothing left to project" is still an error.
     """
     groups: dict[str, list[dict[str, Any]]] = {}
     for i, record in enumerate(records):
+        where = f"events[row={i}, seq={_seq_text(record)}]"
+        if skipped is not None:
+            found = record_problems(record)
+            if found:
+                skipped.extend(
+                    Problem("events.bad_record", f"{where}{p.pointer}", f"{p.message} [{p.code}]") for p in found
+                )
+                continue
         key = storyline_key(record)
         if key is None:
-            raise MapcError.single(
+            problem = Problem(
                 "events.no_session",
-                f"events[row={i}, seq={record.get('seq')}]",
+                where,
                 "the event has no session_id, storyline_id or run_id, so it belongs to no Storyline",
             )
+            if skipped is None:
+                raise MapcError([problem])
+            skipped.append(problem)
+            continue
         if session is None or key == session:
             groups.setdefault(key, []).append(record)
     if not groups:
         what = "no event" if session is None else f"no event of session {_q(session)}"
         raise MapcError.single("events.not_found", "", f"{what} to project")
-    return [project_records(group) for group in groups.values()]
+    if skipped is None:
+        return [project_records(group) for group in groups.values()]
+    out = []
+    for key, group in groups.items():
+        try:
+            out.append(project_records(group))
+        except MapcError as exc:
+            skipped.extend(p.within(f"events[session={_q(key)}]") for p in exc.problems)
+        except RecursionError:  # record_problems bounds the depth; this guards a caller's own records
+            skipped.append(Problem("events.too_deep", f"events[session={_q(key)}]", "nested too deeply to project"))
+    if not out:
+        raise MapcError.single("events.not_found", "", "no session could be projected")
+    return out
+
+
+def _seq_text(record: Any) -> str:
+    seq = record.get("seq") if type(record) is dict else None
+    return str(seq) if type(seq) is int else "?"
 
 
 # --- synthesis: Storyline → events (degraded) -------------------------------------------------------

@@ -38,6 +38,10 @@ if TYPE_CHECKING:
     from lance.fragment import FragmentMetadata
 
 STORED, SKIPPED, FAILED = "stored", "skipped", "failed"
+ERROR, SKIP_EXISTING, REPLACE = "error", "skip", "replace"
+EXISTING_MODES: Final = (ERROR, SKIP_EXISTING, REPLACE)
+"""What `mapc store` does with a document whose id is already stored: fail (nothing written), skip it, or
+replace the stored one."""
 MIN_CHUNK: Final = 1 << 20
 MAX_CHUNK: Final = 32 << 20
 FRAGMENT_TABLES: Final = ("steps", "tool_calls")
@@ -73,6 +77,7 @@ class Outcome:
     source: str = ""
     problems: tuple[Problem, ...] = ()
     documents: tuple[tuple[str, str], ...] = ()
+    existing: int = 0  # documents left out because their id is already stored (--skip-existing)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +87,7 @@ class Chunk:
     index: int
     inputs: tuple[Input, ...]
     staging: dataset.Staging
+    skip: str = ""  # an Arrow file of the ids already stored, whose documents are left out (--skip-existing)
     options: Options = DEFAULT
 
 
@@ -112,7 +118,9 @@ def chunk_bytes(total: int) -> int:
     return min(MAX_CHUNK, max(MIN_CHUNK, total // 64))
 
 
-def chunks(inputs: Sequence[Input], staging: dataset.Staging, options: Options = DEFAULT) -> list[Chunk]:
+def chunks(
+    inputs: Sequence[Input], staging: dataset.Staging, skip: str = "", options: Options = DEFAULT
+) -> list[Chunk]:
     """Consecutive runs of `inputs`, each closed once it holds `chunk_bytes` of input."""
     limit = chunk_bytes(sum(i.size for i in inputs))
     out: list[Chunk] = []
@@ -122,10 +130,10 @@ def chunks(inputs: Sequence[Input], staging: dataset.Staging, options: Options =
         current.append(item)
         size += item.size
         if size >= limit:
-            out.append(Chunk(len(out), tuple(current), staging, options))
+            out.append(Chunk(len(out), tuple(current), staging, skip, options))
             current, size = [], 0
     if current or not out:
-        out.append(Chunk(len(out), tuple(current), staging, options))
+        out.append(Chunk(len(out), tuple(current), staging, skip, options))
     return out
 
 
@@ -139,8 +147,29 @@ def _read(item: Input) -> bytes:
         return handle.read()
 
 
-def _store_file(item: Input, builder: rows.Builder, options: Options = DEFAULT) -> Outcome:
-    """Read, detect, convert and split one file into `builder`; every outcome, errors included, is returned."""
+_SKIP_SETS: dict[str, frozenset[str]] = {}
+
+
+def _skip_set(path: str) -> frozenset[str]:
+    """The ids in the job's file of ids already stored (read once per worker process)."""
+    if not path:
+        return frozenset()
+    found = _SKIP_SETS.get(path)
+    if found is None:
+        with pa.OSFile(path, "rb") as source:
+            ids = pa.ipc.open_file(source).read_all().column("document_id")
+        found = _SKIP_SETS[path] = frozenset(ids.to_pylist())
+        while len(_SKIP_SETS) > 4:  # a long-lived Ray worker serves many jobs
+            del _SKIP_SETS[next(iter(_SKIP_SETS))]
+    return found
+
+
+def _store_file(
+    item: Input, builder: rows.Builder, skip: frozenset[str] = frozenset(), options: Options = DEFAULT
+) -> Outcome:
+    """Read, detect, convert and split one file into `builder`; every outcome, errors included, is returned.
+
+    Documents whose id is in `skip` are left out and counted."""
     if item.refused:
         return Outcome(item.file, FAILED, item.file, item.refused)
     try:
@@ -154,8 +183,14 @@ def _store_file(item: Input, builder: rows.Builder, options: Options = DEFAULT) 
         if fmt is None:
             return Outcome(item.file, SKIPPED)
         stories = convert.into_storyline(fmt, data, jsonl=item.jsonl, path=item.document_path, options=options)
-        for story in stories:
+        pointers = [f"/{i}" if len(stories) > 1 else "" for i in range(len(stories))]
+        documents = []
+        for story, pointer in zip(stories, pointers, strict=True):
+            doc_id = document_id(story)
+            if doc_id in skip:
+                continue
             builder.add(story)
+            documents.append((doc_id, pointer))
     except MapcError as exc:
         builder.truncate(mark)
         return Outcome(item.file, FAILED, exc.source or item.file, exc.problems)
@@ -163,9 +198,7 @@ def _store_file(item: Input, builder: rows.Builder, options: Options = DEFAULT) 
         builder.truncate(mark)
         problem = Problem("internal.error", "", f"{type(exc).__name__}: {exc}")
         return Outcome(item.file, FAILED, item.file, (problem,))
-    pointers = [f"/{i}" if len(stories) > 1 else "" for i in range(len(stories))]
-    documents = tuple((document_id(s), p) for s, p in zip(stories, pointers, strict=True))
-    return Outcome(item.file, STORED, documents=documents)
+    return Outcome(item.file, STORED, documents=tuple(documents), existing=len(stories) - len(documents))
 
 
 def store_chunk(chunk: Chunk) -> ChunkResult:
@@ -173,7 +206,8 @@ def store_chunk(chunk: Chunk) -> ChunkResult:
 
     A chunk with a failed file stages nothing: the job will not be committed."""
     builder = rows.Builder()
-    outcomes = tuple(_store_file(item, builder, chunk.options) for item in chunk.inputs)
+    skip = _skip_set(chunk.skip)
+    outcomes = tuple(_store_file(item, builder, skip, chunk.options) for item in chunk.inputs)
     tables = builder.tables()
     if any(o.status == FAILED for o in outcomes):
         return ChunkResult(chunk.index, outcomes)
@@ -218,6 +252,12 @@ class Staged:
     outcomes: list[Outcome]
     results: list[ChunkResult]
     schedule: Scheduler
+    existing: str = ERROR
+
+    @property
+    def skipped_existing(self) -> int:
+        """Documents left out because their id was already stored (--skip-existing)."""
+        return sum(o.existing for o in self.outcomes)
 
     @property
     def failed(self) -> bool:
@@ -226,8 +266,9 @@ class Staged:
     def commit(self) -> dataset.Stored:
         """The one commit per table (see `dataset.commit`); the ids are checked first.
 
-        Raises `LocatedError` for ids given twice or already stored, `MapcError` for a fragment that
-        could not be written or a dataset that cannot be committed to."""
+        Raises `LocatedError` for ids given twice, or already stored when neither skipping nor replacing
+        (or stored by another job since this one started), `MapcError` for a fragment that could not be
+        written or a dataset that cannot be committed to."""
         if self.failed:
             raise ValueError("a job with failed files is not committed")
         seen = dataset.unique_ids(
@@ -243,7 +284,7 @@ class Staged:
                 fragments[name].extend(staged)
             for name, n in r.counts:
                 counts[name] += n
-        return dataset.commit(self.staging, self._stage_runs, fragments, counts, seen)
+        return dataset.commit(self.staging, self._stage_runs, fragments, counts, seen, replace=self.existing == REPLACE)
 
     def _stage_runs(self, first: int) -> list[FragmentMetadata]:
         """Number every chunk's runs rows from `first` on, in input order, on the workers (one task a chunk)."""
@@ -269,17 +310,36 @@ def _stopped(chunk: Chunk, exc: BaseException) -> ChunkResult:
 
 
 @contextmanager
-def staged(root: Path, inputs: Sequence[Input], schedule: Scheduler, options: Options = DEFAULT) -> Iterator[Staged]:
+def staged(
+    root: Path, inputs: Sequence[Input], schedule: Scheduler, existing: str = ERROR, options: Options = DEFAULT
+) -> Iterator[Staged]:
     """Run the workers over `inputs` and yield the `Staged` job; its staging directory is removed on leaving.
 
+    `existing` says what becomes of a document whose id is already stored: `ERROR` (the commit fails),
+    `SKIP_EXISTING` (the workers leave it out, counted in its file's `Outcome.existing`; the ids are read
+    before the workers start, and one stored meanwhile by another job is still an error at the commit) or
+    `REPLACE` (the commit replaces the stored document).
     The caller reports the outcomes and, if no file failed, calls `Staged.commit`."""
+    if existing not in EXISTING_MODES:
+        raise ValueError(f"existing must be one of {EXISTING_MODES}, not {existing!r}")
     staging = dataset.Staging.open(root)
     try:
-        work = chunks(inputs, staging, options)
+        skip = _write_skip_file(root, staging) if existing == SKIP_EXISTING else ""
+        work = chunks(inputs, staging, skip, options)
         results: list[ChunkResult | None] = [None] * len(work)
         for index, result in schedule(store_chunk, work):
             results[index] = _stopped(work[index], result) if isinstance(result, BaseException) else result
         done = [r for r in results if r is not None]
-        yield Staged(staging, [o for r in done for o in r.outcomes], done, schedule)
+        yield Staged(staging, [o for r in done for o in r.outcomes], done, schedule, existing)
     finally:
         staging.discard()
+
+
+def _write_skip_file(root: Path, staging: dataset.Staging) -> str:
+    """The ids the dataset holds, in an Arrow file of the job's staging directory for the workers to read."""
+    ids = dataset.stored_ids(root)
+    path = os.path.join(staging.directory, "existing-ids.arrow")
+    table = pa.table({"document_id": ids})
+    with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    return path

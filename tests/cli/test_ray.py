@@ -114,3 +114,30 @@ def test_store_on_a_running_cluster_by_its_address(tmp_path, runner, cluster):
     assert done.returncode == 0, done.stderr
     assert done.stdout == local.stdout.replace(str(tmp_path / "local"), str(tmp_path / "ray"))
     assert snapshot(tmp_path / "local") == snapshot(tmp_path / "ray")
+
+
+def _rows(root: Path) -> dict[str, list[dict]]:
+    """Every row of each table at CURRENT, sorted (a merge commit's row order is Lance's own)."""
+    tables = snapshot(root)["tables"]
+    return {
+        name: sorted(rows, key=lambda r: sorted((k, str(v)) for k, v in r.items())) for name, rows in tables.items()
+    }
+
+
+def test_skip_existing_and_replace_on_ray_give_the_datasets_of_the_local_engine(
+    tmp_path, runner, cluster, small_chunks
+):
+    out = {"local": tmp_path / "local", "ray": tmp_path / "ray"}
+    first = mixed_corpus(tmp_path / "a")
+    local, on_ray = both(runner, ["store", str(first / "stories"), "--to", "{OUT}"], out)
+    assert local.exit_code == on_ray.exit_code == 0, on_ray.output
+    local, on_ray = both(runner, ["store", str(first), "--to", "{OUT}", "--skip-existing"], out)
+    assert local.exit_code == on_ray.exit_code == 0, on_ray.output
+    assert on_ray.stdout == local.stdout.replace(str(out["local"]), str(out["ray"]))
+    assert local.stdout.endswith("; 19 already stored, skipped\n")
+    assert snapshot(out["local"]) == snapshot(out["ray"])
+    local, on_ray = both(runner, ["store", str(first / "stories"), "--to", "{OUT}", "--replace"], out)
+    assert local.exit_code == on_ray.exit_code == 0, on_ray.output
+    assert on_ray.stdout == local.stdout.replace(str(out["local"]), str(out["ray"]))
+    assert "19 of them replacing stored ones" in local.stdout
+    assert _rows(out["local"]) == _rows(out["ray"])

@@ -181,8 +181,8 @@ def test_index_then_compact(corpus, runner):
     result = runner.invoke(cli, ["index", str(corpus)])
     assert result.exit_code == 0, result.output
     assert result.stdout == (
-        "runs: document_id, session_id\nsteps: document_id, session_id\n"
-        "tool_calls: document_id, function_name, session_id\n"
+        "runs: document_id, session_id\nsteps: document_id, message_json, observation_json, session_id\n"
+        "tool_calls: document_id, function_name, result_json, session_id\n"
     )
     before = runner.invoke(cli, ["export", str(corpus), "--to", "storyline"]).stdout
     result = runner.invoke(cli, ["compact", str(corpus)])
@@ -253,6 +253,8 @@ EXAMPLE_ORDER = [
     ("index",),
     ("compact",),
     ("query",),
+    ("stats",),
+    ("find",),
     ("events", "append"),
     ("events", "project"),
     ("events", "synthesize"),
@@ -277,7 +279,7 @@ def test_help_examples_run_as_written(tmp_path, runner, monkeypatch):
             result = runner.invoke(cli, argv)
             assert result.exit_code == 0, f"{line}\n{result.output}"
             ran += 1
-    assert ran == 12
+    assert ran == 22
     assert json.loads((tmp_path / "events-atif.json").read_text())["schema_version"] == "ATIF-v1.7"
 
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -428,8 +429,8 @@ def test_index_and_compact(tmp_path):
     dataset.create_indexes(root)
     assert dataset.indexed_columns(root) == {
         "runs": ["document_id", "session_id"],
-        "steps": ["document_id", "session_id"],
-        "tool_calls": ["document_id", "function_name", "session_id"],
+        "steps": ["document_id", "message_json", "observation_json", "session_id"],
+        "tool_calls": ["document_id", "function_name", "result_json", "session_id"],
     }
     steps = dataset.open_tables(root)["steps"]
     plan = steps.scanner(filter=pa.compute.field("session_id") == "s2").explain_plan()
@@ -438,9 +439,9 @@ def test_index_and_compact(tmp_path):
     assert same(dataset.read(root), expected)
     assert same(dataset.read(root, session="s2"), [expected[2]])
     assert len(latest(root, "steps").get_fragments()) == 4
-    dataset.compact(root)
+    dataset.compact(root, grace=timedelta(0))
     assert len(latest(root, "steps").get_fragments()) == 1
-    assert len(latest(root, "steps").versions()) == 1  # older versions dropped
+    assert len(latest(root, "steps").versions()) == 1  # older versions dropped (no grace period)
     assert same(dataset.read(root), expected)
     assert same(dataset.read(root, session="s2"), [expected[2]])
     put(root, story("s9"))  # still appendable after compaction
