@@ -91,17 +91,22 @@ def test_convert_with_a_path():
         (lambda: mapc.into_storyline("atif", b"{}", path=Path("x")), "path must be a str"),
         (lambda: mapc.into_storyline("atif", b"{}", options={"max_input_bytes": 1}), "options must be a mapc.Options"),
         (lambda: mapc.from_storyline("actf", "story"), r"stories must be a Storyline \(dict\) or a list"),
-        (lambda: mapc.from_storyline("actf", [{}, "x"]), r"stories\[1\] must be a Storyline \(dict\), not str"),
         (lambda: mapc.from_storyline({"f": 1}, {}), "fmt must be a format name"),
         (lambda: mapc.detect(["x.json"]), "path must be a str or a pathlib.Path, not list"),
         (lambda: mapc.detect("x.json", {"a": 1}), "data must be bytes or str, not dict"),
-        (lambda: mapc.check([]), r"story must be a Storyline \(dict\), not list"),
         (lambda: mapc.convert("atif", 3, b"{}"), "to_fmt must be a format name"),
     ],
 )
 def test_wrong_types_are_type_errors_with_plain_messages(call, message):
     with pytest.raises(TypeError, match=message):
         call()
+
+
+def test_what_a_list_of_storylines_holds_is_data():
+    with pytest.raises(mapc.MapcError) as caught:
+        mapc.from_storyline("actf", [_expected()[0], "x"])
+    assert caught.value.problems[0].pointer.startswith("/1")
+    assert mapc.check([])  # not a Storyline: problems, not an exception
 
 
 def test_options_apply_to_one_call():
