@@ -225,7 +225,10 @@ def from_storyline(fmt: str, stories: list[dict[str, Any]], *, carry: bool = Tru
     problems = storyline.check_all(stories, prefix=len(stories) > 1)
     if problems:
         raise MapcError(problems)
-    if fmt == STORYLINE:
+    if fmt == STORYLINE:  # written in canonical form: empty prompt strings dropped (engine/serialize.py)
+        from mapc.engine.serialize import canonical_prompts
+
+        stories = [canonical_prompts(s) for s in stories]
         return stories[0] if len(stories) == 1 else stories
     codec = codecs.lookup(fmt)
     if codec is not None:
