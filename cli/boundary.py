@@ -34,6 +34,7 @@ BROKEN_PIPE = 141
 _OPTIONS = "mapc.options"
 _SUMMARY = "mapc.on_interrupt"
 _FILE = "mapc.file"
+_JSON = "mapc.json"
 
 
 def options(ctx: click.Context | None = None) -> Options:
@@ -68,13 +69,18 @@ def about(file: str) -> None:
 
 
 @contextmanager
-def file_context(file: str) -> Iterator[None]:
-    """Problems raised inside are problems of `file` (unless the error names its own source)."""
+def file_context(file: str, *, as_json: bool = False) -> Iterator[None]:
+    """Problems raised inside are problems of `file` (unless the error names its own source); with
+    `as_json` the boundary prints them as a JSON array (a command's ``--json``)."""
     try:
         yield
     except MapcError as exc:
         if exc.source is None:
             exc.source = file
+        if as_json:
+            ctx = click.get_current_context(silent=True)
+            if ctx is not None:
+                ctx.find_root().meta[_JSON] = True
         raise
 
 
@@ -109,7 +115,8 @@ def guarded(ctx: click.Context) -> Iterator[None]:
     except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, SystemExit):
         raise
     except MapcError as exc:
-        report(exc.source or ctx.find_root().meta.get(_FILE) or "mapc", exc.problems)
+        meta = ctx.find_root().meta
+        report(exc.source or meta.get(_FILE) or "mapc", exc.problems, as_json=bool(meta.get(_JSON)))
         ctx.exit(1)
     except KeyboardInterrupt:
         _interrupted(ctx)

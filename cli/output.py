@@ -85,10 +85,10 @@ def document_bytes(document: Any) -> bytes:
 
 
 @contextmanager
-def fail_on(file: str) -> Iterator[None]:
+def fail_on(file: str, *, as_json: bool = False) -> Iterator[None]:
     """A MapcError raised inside is about `file` (unless it names its own source): the error boundary
-    (cli/boundary.py) reports its problems and exits 1."""
-    with file_context(file):
+    (cli/boundary.py) reports its problems (as JSON with `as_json`) and exits 1."""
+    with file_context(file, as_json=as_json):
         yield
 
 
