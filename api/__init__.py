@@ -43,6 +43,19 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time each is imp
     from mapc.engine.problems import MapcError, Problem
 
 
+def _install_the_shipped_catalog() -> None:
+    """The one place that names the shipped formats: specs, functions and codecs of
+    `mapc.mappings`, given to the engine (which imports nothing of them by itself)."""
+    from mapc.engine import catalog
+
+    catalog.install(
+        catalog.Catalog(specs="mapc.mappings", functions=("mapc.mappings.functions",), codecs="mapc.mappings")
+    )
+
+
+_install_the_shipped_catalog()
+
+
 def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
         import importlib

@@ -9,7 +9,8 @@ Group ``store`` (baseline: one ``lance.write_dataset`` per table, the floor):
 - the floor, and the same three tables written as Parquet with pyarrow (both from rows split beforehand);
 - ``dataset.store`` from parsed documents (split + checks + three commits + CURRENT), and the whole import
   from bytes (parse + validate + split + commit), which is what ``mapc store`` does;
-- export: reading the three tables into Arrow (the floor of export), ``dataset.read`` (read + invariant
+- export: reading the three tables into Arrow (the floor of export), that plus ``orjson.dumps`` of the
+  documents (issue 20's export floor, the baseline of ``mapc export``), ``dataset.read`` (read + invariant
   checks + rebuild + re-validation), and ``mapc export --to storyline`` (that, then the hub's own validation
   and the JSON bytes);
 - one session read back with ``dataset.read(session=…)``, without and with the scalar indexes.
@@ -180,13 +181,28 @@ def _dataset_read(sample: Sample) -> Work:
     return lambda: store_dataset.read(root)
 
 
-@bench("mapc export --to storyline", group="store", data="storyline-corpus",
+@bench("to_table ×3 + orjson.dumps (export floor, issue 20)", group="store", data="storyline-corpus",
        baseline="lance to_table ×3 (export floor)")  # fmt: skip
+def _export_floor(sample: Sample) -> Work:
+    import lance
+
+    root, docs = _stored(sample, indexed=False), _docs(sample)
+
+    def work() -> None:
+        [lance.dataset(str(root / f"{n}.lance")).to_table() for n in ("runs", "steps", "tool_calls")]
+        orjson.dumps(docs)
+
+    return work
+
+
+@bench("mapc export --to storyline", group="store", data="storyline-corpus",
+       baseline="to_table ×3 + orjson.dumps (export floor, issue 20)")  # fmt: skip
 def _mapc_export(sample: Sample) -> Work:
     from mapc.store import dataset as store_dataset
 
     root = _stored(sample, indexed=False)
-    return lambda: orjson.dumps(convert.from_storyline("storyline", store_dataset.read(root)))
+    # as the command: the conversion validates the rebuilt Storylines (once)
+    return lambda: orjson.dumps(convert.from_storyline("storyline", store_dataset.read(root, validate=False)))
 
 
 @bench("read one session, no index", group="store", data="storyline-corpus",

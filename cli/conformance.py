@@ -9,9 +9,9 @@ from typing import Any
 import click
 import orjson
 
+from mapc.cli import suite
 from mapc.cli.output import fail_on
 from mapc.cli.render import report
-from mapc.engine import suite
 from mapc.engine.problems import MapcError
 
 _SHOWN = 600  # characters of expected/got JSON printed per failure

@@ -12,11 +12,22 @@ import click
 from mapc.cli import corpus
 from mapc.cli.boundary import on_interrupt, options
 from mapc.cli.engines import engine_options, open_engine
-from mapc.cli.files import check_limit, document_path, input_limit, is_jsonl, read_bytes, write_bytes, write_chunks
-from mapc.cli.output import fail_on, json_chunks, jsonl_chunks, output_bytes
+from mapc.cli.files import (
+    document_path,
+    input_limit,
+    is_jsonl,
+    limited_lines,
+    open_regular,
+    read_bytes,
+    shown,
+    write_bytes,
+    write_chunks,
+)
+from mapc.cli.output import fail_on, json_chunks, jsonl_chunks, output_bytes, redact_options, redactor_of
 from mapc.cli.params import FORMAT_OR_SPEC
-from mapc.engine import convert, detect
+from mapc.engine import catalog, convert, detect
 from mapc.engine.problems import MapcError
+from mapc.engine.redact import summary as redact_summary
 
 
 @click.command("convert")
@@ -44,6 +55,7 @@ from mapc.engine.problems import MapcError
     is_flag=True,
     help="For a DIR: leave files whose output is already there (a stopped run goes on where it stopped).",
 )
+@redact_options
 @engine_options
 def convert_command(
     input: str,
@@ -55,6 +67,8 @@ def convert_command(
     skip_existing: bool = False,
     engine: str = "local",
     address: str | None = None,
+    redact: bool = False,
+    redact_patterns: tuple[str, ...] = (),
 ) -> None:
     """Convert INPUT (a file, or every file under a directory) from one format to another, through Storyline.
 
@@ -70,11 +84,14 @@ def convert_command(
       mapc convert tests/data/fixtures/actf/code-repair.actf.json --to atif -o code-repair.atif.json
       mapc convert tests/data/fixtures/atif --to storyline -o /tmp/stories --workers 2
     """
+    redactor = redactor_of(redact, redact_patterns)
     if Path(input).is_dir():
+        if redactor is not None:
+            raise click.BadParameter("--redact converts one file at a time, not a directory", param_hint="--redact")
         jobs = workers or os.cpu_count() or 1
         _convert_directory(input, from_fmt, to_fmt, output, jobs, quiet, engine, address, skip_existing)
         return
-    if is_jsonl(input) and input != "-" and output not in (None, "-"):
+    if redactor is None and is_jsonl(input) and input != "-" and output not in (None, "-"):
         fmt = from_fmt or detect.detect(input, _first_line(input))
         if fmt is not None and _streams(fmt, to_fmt):
             _convert_lines(input, fmt, to_fmt, output)
@@ -83,10 +100,29 @@ def convert_command(
     if from_fmt is None:
         from_fmt = detected(input, data)
     with fail_on(input):
-        result = convert.convert(
-            from_fmt, to_fmt, data, jsonl=is_jsonl(input), path=document_path(input), options=options()
-        )
+        try:
+            stories = convert.into_storyline(
+                from_fmt, data, jsonl=is_jsonl(input), path=document_path(input), options=options()
+            )
+        except MapcError:
+            _hint_detected(input, data, from_fmt)
+            raise
+        if redactor is not None:
+            stories, counts = redactor.stories(stories)
+        result = convert.from_storyline(to_fmt, stories)
     write_bytes(output, output_bytes(output, result))
+    if redactor is not None:
+        click.echo(f"{input}: {redact_summary(counts)}", err=True)
+
+
+def _hint_detected(input: str, data: bytes, from_fmt: str) -> None:
+    """When INPUT fails as --from FMT but its name or content says another format, say which."""
+    try:
+        guess = detect.detect(input, data)
+    except MapcError:
+        return
+    if guess is not None and guess != from_fmt and catalog.aliases().get(from_fmt) != guess:
+        click.echo(f"{input}: note: its content reads as {guess} (mapc detect); try --from {guess}", err=True)
 
 
 def detected(input: str, data: bytes) -> str:
@@ -112,7 +148,7 @@ def _streams(from_fmt: str, to_fmt: str) -> bool:
 
 def _first_line(path: str) -> bytes:
     try:
-        with open(path, "rb") as lines:
+        with open_regular(path) as lines:  # a FIFO is not opened (read_bytes then says what it is)
             return next((line for line in lines if line.strip()), b"")
     except OSError:
         return b""
@@ -122,8 +158,8 @@ def _convert_lines(input: str, from_fmt: str, to_fmt: str, output: str) -> None:
     """A JSONL file converted line by line into `output`: memory holds one line, not the file."""
     with fail_on(input):
         try:
-            check_limit(input, input_limit())
-            with open(input, "rb") as lines:
+            with open_regular(input) as handle:  # the limit counts the bytes read, line by line
+                lines = limited_lines(handle, input_limit())
                 documents = convert.convert_lines(from_fmt, to_fmt, lines, path=document_path(input), options=options())
                 write_chunks(output, jsonl_chunks(documents) if is_jsonl(output) else json_chunks(documents))
         except OSError as exc:
@@ -203,7 +239,7 @@ def detect_command(inputs: tuple[str, ...]) -> None:
         data = read_bytes(file)
         fmt = detect.detect(file, data)
         unknown |= fmt is None
-        click.echo(f"{file}\t{fmt or 'unknown'}")
+        click.echo(f"{shown(file)}\t{fmt or 'unknown'}")
     sys.exit(1 if unknown else 0)
 
 

@@ -7,8 +7,10 @@ outputs themselves), so the outputs and the summary are the same whichever engin
 
 Walk.  Every regular file under DIR, recursively and in sorted order, whose name ends in ``.json``, ``.jsonl``
 or ``.ndjson``, or in the extension of a format's ``*.SUFFIX`` path rule (AgenticMD's ``*.md``); with
-``--from FMT``, only that format's.  Hidden entries (a leading ``.``) are passed over silently; symbolic links,
-to files or to directories, are never followed and are reported as skipped; OUTDIR, inside DIR, is not walked.
+``--from FMT``, only that format's (`mapc.cli.files.walk`, the walk of ``mapc store DIR`` too).  Hidden entries
+(a leading ``.``) and Lance tables (``*.lance``) are passed over silently; symbolic links, to files or to
+directories, are never followed and are reported as skipped; a FIFO, device or socket with such a name is never
+opened and fails (``file.not_regular``); OUTDIR, inside DIR, is not walked.
 
 Output names.  A file keeps its path relative to DIR under OUTDIR; its name loses the longest known suffix (a
 path-rule suffix such as ``.storyline.json`` or ``.actf.json``; ``.FORMAT.json``, ``.FORMAT.jsonl`` or
@@ -25,9 +27,9 @@ through the hub (passing the path relative to DIR: formats that name documents b
 the output atomically (a temporary file beside it, renamed into place): a failed file leaves no output
 behind, and an output of an earlier run is left as it was.  A file of no known format is skipped; one that is
 not even JSON fails with its parse error.  File-level problem codes: ``file.unreadable``,
-``file.unwritable``, ``file.output_collision``, ``file.output_outside`` (a directory under OUTDIR is a
-symbolic link leading out of it: nothing is written through one), and ``internal.error`` (a bug in mapc:
-that file fails, the others go on).
+``file.not_regular`` (a FIFO, device or socket), ``file.unwritable``, ``file.output_collision``,
+``file.output_outside`` (a directory under OUTDIR is a symbolic link leading out of it: nothing is written
+through one), and ``internal.error`` (a bug in mapc: that file fails, the others go on).
 
 Resuming.  With ``--skip-existing`` a file whose output is already there is not read again (status
 ``existing``): outputs are only ever renamed into place whole, so one that exists was written whole;
@@ -45,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from mapc.cli.engines import Engine, LocalEngine
-from mapc.cli.files import is_jsonl, read_limited, write_atomically
+from mapc.cli.files import NotRegularFile, is_jsonl, read_limited, shown, walk, write_atomically
 from mapc.cli.output import document_bytes
 from mapc.cli.render import problem_line, unknown_field_line
 from mapc.engine import catalog, codecs, convert, detect, residual
@@ -186,38 +188,10 @@ def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def _walk(
-    root: str, prune: Path | None, suffixes: tuple[str, ...], errors: list[OSError]
-) -> Iterator[tuple[str, str, int | None]]:
-    """``(shown path, relative posix path, size or None for a symbolic link)`` of the files to consider;
-    directories that cannot be listed go to `errors`."""
-    for dirpath, dirnames, filenames in os.walk(root, onerror=errors.append):
-        rel_dir = PurePosixPath(Path(dirpath).relative_to(root).as_posix())
-        keep = []
-        for name in sorted(dirnames):
-            full = os.path.join(dirpath, name)
-            if name.startswith("."):
-                continue
-            if os.path.islink(full):
-                yield full, str(rel_dir / name), None
-            elif Path(os.path.realpath(full)) != prune:
-                keep.append(name)
-        dirnames[:] = keep
-        for name in sorted(filenames):
-            if name.startswith(".") or not name.endswith(suffixes):
-                continue
-            full = os.path.join(dirpath, name)
-            try:
-                st = os.lstat(full)
-            except OSError:
-                continue  # vanished while walking
-            yield full, str(rel_dir / name), (None if os.path.islink(full) else st.st_size)
-
-
 def input_files(paths: Iterable[str], from_fmt: str | None = None) -> list[str]:
-    """The files named by `paths`: each file (or ``-``) as given, and for each directory the files a
-    walk picks up (as `plan` walks them; symbolic links are not followed).  PlanError for a path that
-    is neither, or a directory that holds no such file."""
+    """The files named by `paths`: each file (or ``-``) as given, and for each directory the regular files
+    the walk picks up (`mapc.cli.files.walk`, as `plan` walks).  PlanError for a path that is neither,
+    or a directory that holds no such file."""
     files: list[str] = []
     for given in paths:
         if given == "-" or Path(given).is_file():
@@ -226,7 +200,7 @@ def input_files(paths: Iterable[str], from_fmt: str | None = None) -> list[str]:
         if not Path(given).is_dir():
             raise PlanError(f"cannot read {given}: no such file or directory", "INPUT")
         errors: list[OSError] = []
-        found = [full for full, _, size in _walk(given, None, walked_suffixes(from_fmt), errors) if size is not None]
+        found = [f.path for f in walk(given, walked_suffixes(from_fmt), errors) if f.size is not None]
         if errors:
             raise PlanError(f"cannot list {errors[0].filename}: {errors[0].strerror or errors[0]}", "INPUT")
         if not found:
@@ -252,8 +226,8 @@ def plan(
     if Path(outdir).exists() and not Path(outdir).is_dir():
         raise PlanError(f"{outdir} exists and is not a directory", "-o")
     errors: list[OSError] = []
-    found = list(_walk(root, real_out, walked_suffixes(from_fmt), errors))
-    inputs = {os.path.realpath(full) for full, _, size in found if size is not None}
+    found = list(walk(root, walked_suffixes(from_fmt), errors, prune=real_out))
+    inputs = {os.path.realpath(f.path) for f in found if f.size is not None}
     jobs: list[Job] = []
     settled = [
         FileResult(
@@ -265,9 +239,14 @@ def plan(
         for exc in errors
     ]
     taken: dict[str, str] = {}
-    for full, rel, size in found:
-        if size is None:
+    for entry in found:
+        full, rel, size = entry.path, entry.rel, entry.size
+        if entry.link:
             settled.append(FileResult(full, SKIPPED, reason="a symbolic link (not followed)"))
+            continue
+        if size is None:
+            problem = Problem("file.not_regular", "", f"not a regular file ({entry.other}); mapc reads only files")
+            settled.append(FileResult(full, FAILED, input_bytes=0, problem=problem, problems=1))
             continue
         out_rel = PurePosixPath(rel).parent / output_name(PurePosixPath(rel).name, to_fmt)
         output = os.path.join(outdir, *out_rel.parts)
@@ -332,6 +311,8 @@ def convert_file(job: Job) -> FileResult:
     """Read, detect, convert and write one file; every outcome, errors included, is the returned value."""
     try:
         data = read_limited(job.path, job.options.max_input_bytes)
+    except NotRegularFile as exc:  # it was swapped for a FIFO or a device after the walk
+        return _failed(job, 0, [Problem("file.not_regular", "", f"{exc.strerror}; mapc reads only files")])
     except OSError as exc:
         return _failed(job, 0, [Problem("file.unreadable", "", f"cannot read the file: {exc.strerror or exc}")])
     except MapcError as exc:
@@ -430,7 +411,7 @@ def report_lines(summary: Summary) -> list[str]:
 
     The summary's own `line` comes after these (left out with ``--quiet``).
     """
-    lines = [f"warning: skipped {r.path}: {r.reason}" for r in summary.skips]
+    lines = [shown(f"warning: skipped {r.path}: {r.reason}") for r in summary.skips]
     lines += [unknown_field_line(source, key, n) for source, key, n in summary.unknown]
     lines += [problem_line(r.path, r.problem) for r in summary.failures if r.problem is not None]
     return lines

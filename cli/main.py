@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,8 @@ COMMANDS = {
     "spec": "mapc.cli.spec:spec_group",
     "explain": "mapc.cli.spec:explain_command",
     "conformance": "mapc.cli.conformance:conformance_group",
+    "show": "mapc.cli.show:show_command",
+    "view": "mapc.cli.view:view_command",
 }
 
 
@@ -59,10 +62,17 @@ ROOT_OPTIONS: tuple[tuple[str, str | None, Any, str], ...] = (
         "Refuse a Storyline whose unknown fields take more than SIZE bytes (unknown_fields.limit).",
     ),
     (
-        "--reject-duplicate-keys",
-        "MAPC_REJECT_DUPLICATE_KEYS",
+        "--allow-duplicate-keys",
+        "MAPC_ALLOW_DUPLICATE_KEYS",
         None,
-        "Refuse JSON that repeats a key in one object (json.duplicate_key; costs a second parse).",
+        "Keep the last value of a key repeated in one object, instead of refusing the input"
+        " (json.duplicate_key, the default).",
+    ),
+    (
+        "--reject-duplicate-keys",
+        None,
+        None,
+        "Deprecated: refusing repeated keys is the default.",
     ),
     (
         "--no-cache",
@@ -79,7 +89,8 @@ def _kind(kind: Any) -> dict[str, Any]:
 
 def _root_option(name: str, kind: Any, help: str) -> click.Option:
     """The copy of a root option a subcommand takes: it sets the job's option when written there."""
-    return click.Option([name], help=help, expose_value=False, callback=_set_option, **_kind(kind))
+    hidden = name == "--reject-duplicate-keys"
+    return click.Option([name], help=help, expose_value=False, callback=_set_option, hidden=hidden, **_kind(kind))
 
 
 def _set_option(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
@@ -149,7 +160,8 @@ class LazyGroup(click.Group):
 
 def _root_options(command: Callable[..., Any]) -> Callable[..., Any]:
     for name, envvar, kind, help in reversed(ROOT_OPTIONS):
-        command = click.option(name, envvar=envvar, help=f"{help} Env: {envvar}.", **_kind(kind))(command)
+        more = f" Env: {envvar}." if envvar else ""
+        command = click.option(name, envvar=envvar, help=help + more, hidden=envvar is None, **_kind(kind))(command)
     return command
 
 
@@ -165,9 +177,42 @@ def cli(ctx: click.Context, **options: Any) -> None:
     Shell completion: eval "$(_MAPC_COMPLETE=bash_source mapc)" (docs/cli.md).
     """
     _spec_cache(ctx, no_cache=bool(options.pop("no_cache", False)))
+    if options.pop("reject_duplicate_keys", False):  # the old flag: what it asked for is the default
+        options["allow_duplicate_keys"] = None
     boundary.set_options(ctx, **options)
+    ctx.call_on_close(_codec_duplicates(ctx))
+
+
+def _codec_duplicates(ctx: click.Context) -> Callable[[], None]:
+    """Codecs (AgenticMD) take no Options yet: they read --allow-duplicate-keys from the environment
+    (engine/duplicates.py), set here for this command only and put back when it ends."""
+    from mapc.engine import duplicates
+
+    saved = os.environ.get(duplicates.ENV)
+    if boundary.options(ctx).allow_duplicate_keys:
+        os.environ[duplicates.ENV] = "1"
+
+    def restore() -> None:
+        if saved is None:
+            os.environ.pop(duplicates.ENV, None)
+        else:
+            os.environ[duplicates.ENV] = saved
+
+    return restore
+
+
+def _show_warning(message: Warning | str, category: type[Warning], *args: object, **kwargs: object) -> None:
+    """A spec's deprecation notice is one line for its author, not a Python warning with source."""
+    if category.__name__ == "SpecDeprecationWarning":
+        click.echo(f"mapc: warning: {message}", err=True)
+    else:
+        _python_show_warning(message, category, *args, **kwargs)  # type: ignore[arg-type]
+
+
+_python_show_warning = warnings.showwarning
 
 
 def main() -> None:
     """Console-script entry point."""
+    warnings.showwarning = _show_warning
     cli()

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import click
 import orjson
 
 from mapc.cli.boundary import file_context
+from mapc.cli.render import warning_line
 from mapc.engine import catalog
 from mapc.engine.compile import Program
 
@@ -67,6 +70,34 @@ def jsonl_chunks(documents: Iterator[Any]) -> Iterator[bytes]:
             yield orjson.dumps(item) + b"\n"
 
 
+def redact_options(fn: Any) -> Any:
+    """`--redact` and `--redact-pattern REGEX` (engine/redact.py) for commands that export."""
+    fn = click.option(
+        "--redact-pattern",
+        "redact_patterns",
+        multiple=True,
+        metavar="REGEX",
+        help="Also redact matches of this regular expression (repeatable; implies --redact).",
+    )(fn)
+    return click.option(
+        "--redact",
+        is_flag=True,
+        help="Replace API keys, bearer tokens and auth headers in message and tool text by [REDACTED:kind].",
+    )(fn)
+
+
+def redactor_of(redact: bool, patterns: tuple[str, ...]) -> Any:
+    """The Redactor the options ask for, or None; a bad pattern is a usage error."""
+    from mapc.engine.redact import Redactor
+
+    if not redact and not patterns:
+        return None
+    try:
+        return Redactor.of(patterns)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--redact-pattern") from None
+
+
 def output_bytes(path: str | None, document: Any) -> bytes:
     """`document_bytes`, or JSONL (`jsonl_chunks`) when the output `path` is named `.jsonl`/`.ndjson`."""
     if path is not None and path.endswith((".jsonl", ".ndjson")) and type(document) is not str:
@@ -87,9 +118,26 @@ def document_bytes(document: Any) -> bytes:
 @contextmanager
 def fail_on(file: str, *, as_json: bool = False) -> Iterator[None]:
     """A MapcError raised inside is about `file` (unless it names its own source): the error boundary
-    (cli/boundary.py) reports its problems (as JSON with `as_json`) and exits 1."""
-    with file_context(file, as_json=as_json):
-        yield
+    (cli/boundary.py) reports its problems (as JSON with `as_json`) and exits 1.
+
+    A warning raised inside that names its place (``pointer``, ``code``: a codec's notice, such as
+    an edited AgenticMD view) is printed as ``warning: FILE: POINTER: message [code]``.
+    """
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught, file_context(file, as_json=as_json):
+            yield
+    finally:
+        show_warnings(file, caught)
+
+
+def show_warnings(file: str, caught: list[warnings.WarningMessage]) -> None:
+    """Print recorded warnings: located ones as warning lines of `file`, others as Python would."""
+    for w in caught:
+        if isinstance(getattr(w.message, "pointer", None), str) and isinstance(getattr(w.message, "code", None), str):
+            click.echo(warning_line(file, w.message), err=True)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
 def spec_program(spec: str) -> Program:

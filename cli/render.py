@@ -7,12 +7,14 @@ from collections.abc import Iterable
 import click
 import orjson
 
+from mapc.cli.files import shown
 from mapc.engine.problems import Problem
 
 
 def problem_line(file: str, problem: Problem) -> str:
-    """One problem as a line: ``FILE: [line N: ]POINTER: message [code] (spec place)``."""
-    return f"{file}: {problem}"
+    """One problem as a line: ``FILE: [line N: ]POINTER: message [code] (spec place)``, escaped so that
+    a file name (or a message quoting one) cannot break it into several lines."""
+    return shown(f"{file}: {problem}")
 
 
 def report(file: str, problems: Iterable[Problem], *, as_json: bool = False) -> None:
@@ -24,6 +26,12 @@ def report(file: str, problems: Iterable[Problem], *, as_json: bool = False) -> 
         return
     for p in problems:
         click.echo(problem_line(file, p), err=True)
+
+
+def warning_line(file: str, warning: Warning) -> str:
+    """A located warning (with ``pointer``, ``message`` and ``code``): ``warning: FILE: POINTER: message [code]``."""
+    pointer, message, code = (getattr(warning, k) for k in ("pointer", "message", "code"))
+    return f"warning: {file}: {pointer}: {message} [{code}]"
 
 
 def unknown_field_line(source: str, key: str, occurrences: int) -> str:

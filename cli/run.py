@@ -33,7 +33,7 @@ def run_command(spec: str, input: str, output: str | None, reverse: bool) -> Non
     data = read_bytes(input)
     with fail_on(input):
         if reverse:
-            loaded = storyline.loads(data, reject_duplicate_keys=options().reject_duplicate_keys)
+            loaded = storyline.loads(data, allow_duplicate_keys=options().allow_duplicate_keys)
             result = convert.from_storyline(spec, storyline.documents(loaded))
         else:
             stories = convert.into_storyline(

@@ -24,7 +24,7 @@ def _spec_text(spec: str) -> tuple[str, str]:
     """(file name, YAML text) of a built-in spec name or a spec path; unreadable is a usage error."""
     spec = resolve_spec(spec)
     if spec in catalog.shipped_names() and not Path(spec).is_file():
-        return f"{spec}.yaml", _shipped(spec).read_text(encoding="utf-8")
+        return f"{spec}.yaml", catalog.spec_text(spec)
     try:
         return spec, read_spec_text(Path(spec))
     except MapcError as exc:
@@ -109,6 +109,46 @@ def path_command(spec: str) -> None:
         click.echo(str(_shipped(resolved)))
     else:
         click.echo(str(Path(resolved).resolve()))
+
+
+@spec_group.command("upgrade")
+@click.argument("spec", type=click.Path(exists=True, dir_okay=False))
+@click.option("--stdout", "to_stdout", is_flag=True, help="Print the upgraded spec instead of rewriting SPEC.")
+def upgrade_command(spec: str, to_stdout: bool) -> None:
+    """Rewrite SPEC (a YAML file) from the first rule vocabulary into the current one.
+
+    Old rule keys become one `back:` block (`reverse_default` -> `back: {default}`, ...),
+    `forward: none` (was `reverse_only`), `back: none` (was `derived`), `when: nonempty` and
+    `args`; comments and all other lines stay.  The rewrite is checked to load into the same
+    rules before the file is replaced (atomically).  Exit status 1 when a rule has no new form.
+
+    \b
+    Examples:
+      mapc spec upgrade my-format.yaml
+      mapc spec upgrade my-format.yaml --stdout > new.yaml
+    """
+    import os
+    import tempfile
+
+    from mapc.engine.upgrade import upgrade_text
+
+    name, text = _spec_text(spec)
+    with fail_on(name):
+        upgraded, count = upgrade_text(Path(name).name, text)
+    if to_stdout:
+        click.echo(upgraded, nl=False)
+        return
+    if count:
+        target = Path(spec)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
+                out.write(upgraded)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    click.echo(f"{spec}: {count} rule(s) upgraded" if count else f"{spec}: already in the current vocabulary", err=True)
 
 
 def _load(spec: str) -> Any:

@@ -17,34 +17,43 @@ import click
 
 from mapc.cli.boundary import on_interrupt, options
 from mapc.cli.engines import engine_options, open_engine
-from mapc.cli.files import input_limit, is_jsonl, read_bytes, read_limited, write_bytes
-from mapc.cli.output import dump_json, fail_on, output_bytes
+from mapc.cli.files import input_limit, is_jsonl, open_regular, read_bytes, read_limited, shown, walk, write_bytes
+from mapc.cli.output import dump_json, fail_on, output_bytes, redact_options, redactor_of
 from mapc.cli.params import FORMAT
 from mapc.cli.render import report
 from mapc.engine import convert
 from mapc.engine.problems import MapcError
+from mapc.engine.redact import summary as redact_summary
 
 SUFFIXES = (".json", ".jsonl", ".ndjson")
 
 
 def input_files(paths: tuple[str, ...]) -> list[str]:
     """The files to import: each file as given, and each directory's .json/.jsonl/.ndjson files
-    (recursively, sorted, skipping hidden entries and ``*.lance`` tables)."""
+    (recursively, sorted), walked as ``mapc convert DIR`` walks (`mapc.cli.files.walk`): hidden
+    entries and ``*.lance`` tables are passed over, a symbolic link is not followed (a warning says
+    so), and a FIFO, device or socket is a usage error, as it is when named."""
     files: list[str] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            found = sorted(
-                str(p)
-                for p in path.rglob("*")
-                if p.is_file()
-                and p.suffix in SUFFIXES
-                and not any(part.startswith(".") or part.endswith(".lance") for part in p.relative_to(path).parts)
-            )
-            if not found:
+            errors: list[OSError] = []
+            found = list(walk(given, SUFFIXES, errors))
+            for exc in errors:
+                raise click.BadParameter(f"cannot list {exc.filename}: {exc.strerror or exc}", param_hint="INPUT")
+            for entry in found:
+                if entry.link:
+                    click.echo(f"warning: skipped {shown(entry.path)}: a symbolic link (not followed)", err=True)
+                elif entry.other is not None:
+                    raise click.BadParameter(
+                        f"{shown(entry.path)} is not a regular file ({entry.other}); mapc reads only files",
+                        param_hint="INPUT",
+                    )
+            regular = sorted(entry.path for entry in found if entry.size is not None)
+            if not regular:
                 raise click.BadParameter(f"{given} holds no {'/'.join(SUFFIXES)} file", param_hint="INPUT")
-            files.extend(found)
-        elif path.is_file() or given == "-":
+            files.extend(regular)
+        elif path.exists() or path.is_symlink() or given == "-":
             files.append(given)
         else:
             raise click.BadParameter(f"cannot read {given}: no such file or directory", param_hint="INPUT")
@@ -59,11 +68,10 @@ def _input(file: str, fmt: str | None) -> Any:
         data = read_bytes(file)
         return Input(file, "", len(data), fmt, False, None, data)
     try:
-        with open(file, "rb"):
-            pass
-        size = os.stat(file).st_size
+        with open_regular(file) as handle:  # a FIFO or a device is refused here, unopened for reading
+            size = os.fstat(handle.fileno()).st_size
     except OSError as exc:
-        raise click.BadParameter(f"cannot read {file}: {exc.strerror or exc}", param_hint="INPUT") from None
+        raise click.BadParameter(f"cannot read {shown(file)}: {exc.strerror or exc}", param_hint="INPUT") from None
     refused: tuple[Any, ...] = ()
     limit = input_limit()
     if limit is not None and size > limit:  # fails like any bad file, unread (read_limited refuses it by size)
@@ -100,7 +108,7 @@ def _report_outcomes(outcomes: list[Any], *, as_json: bool) -> bool:
     for outcome in outcomes:
         if outcome.status == ingest.SKIPPED:
             if skipped < SHOWN:
-                click.echo(f"warning: skipped {outcome.file}: not a known format", err=True)
+                click.echo(f"warning: skipped {shown(outcome.file)}: not a known format", err=True)
             skipped += 1
         elif outcome.status == ingest.FAILED:
             if not as_json:
@@ -224,8 +232,16 @@ _DATASET = click.Path(exists=True, file_okay=False)
     metavar="SQL",
     help="Only the documents whose runs row satisfies this SQL predicate (DuckDB; see mapc query).",
 )
+@redact_options
 def export_command(
-    dataset_dir: str, fmt: str, output: str | None, session: str | None, document: str | None, predicate: str | None
+    dataset_dir: str,
+    fmt: str,
+    output: str | None,
+    session: str | None,
+    document: str | None,
+    predicate: str | None,
+    redact: bool = False,
+    redact_patterns: tuple[str, ...] = (),
 ) -> None:
     """Rebuild documents from a dataset, in any format.
 
@@ -239,10 +255,11 @@ def export_command(
       mapc export /tmp/corpus --to storyline -o /tmp/corpus.json
       mapc export /tmp/corpus --to atif --session fixture-sparse_13
       mapc export /tmp/corpus --to openai-msg --where "total_prompt_tokens > 100000"
-      mapc export /tmp/corpus --to atif --where "session_id in (select session_id from tool_calls where function_name = 'Bash')"
+      mapc export /tmp/corpus --to atif --where "session_id in (select session_id from steps where ttft_ms > 5)"
     """
-    from mapc.store import dataset, query
+    from mapc.store import dataset, query, rows
 
+    redactor = redactor_of(redact, redact_patterns)
     root = Path(dataset_dir)
     with fail_on(dataset_dir):
         documents = None
@@ -252,9 +269,19 @@ def export_command(
             except query.QueryError as exc:  # bad SQL is a usage mistake (exit 2), not bad data
                 raise click.BadParameter(exc.problems[0].message, param_hint="--where") from None
         described = f"--where {predicate}"
-        stories = dataset.read(root, session=session, document=document, documents=documents, described=described)
-        result = convert.from_storyline(fmt, stories)
+        stories = dataset.read(
+            root, session=session, document=document, documents=documents, described=described, validate=False
+        )
+        if redactor is not None:
+            stories, counts = redactor.stories(stories)
+        try:  # from_storyline validates the Storylines: once, not twice
+            result = convert.from_storyline(fmt, stories)
+        except MapcError:
+            rows.validated(stories)  # an invalid rebuilt document: named by its document_id
+            raise
     write_bytes(output, output_bytes(output, result))
+    if redactor is not None:
+        click.echo(f"{dataset_dir}: {redact_summary(counts)}", err=True)
 
 
 @click.command("index")

@@ -5,9 +5,10 @@ another shape (Markdown with a YAML frontmatter, say) is instead a *codec*: a pa
 ``decode(data, path) -> [Storyline, …]`` and ``encode([Storyline, …]) -> text``, declared with the
 path patterns and content test that detect its files and the count tree of its residual source.
 
-The engine names no codec.  A module in `mapc.mappings` declares one by defining a module-level
-``CODEC = Codec(...)``; the registry imports every module of that package the first time it is
-asked, and registers each ``CODEC`` it finds.  `register` adds one by hand (before first use: the
+The engine names no codec.  The installed catalog (engine/catalog.py) names a package whose
+modules may each declare one by defining a module-level ``CODEC = Codec(...)``; the registry
+imports every module of that package the first time it is asked, and registers each ``CODEC`` it
+finds.  `register` adds one by hand (before first use: the
 Storyline validator caches the count trees it reads from here).
 """
 
@@ -21,8 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mapc.engine.residual import Tree
-
-PACKAGE = "mapc.mappings"
 
 Decode = Callable[[bytes, "str | None"], list[dict[str, Any]]]
 Encode = Callable[[list[dict[str, Any]]], "str | bytes"]
@@ -64,10 +63,15 @@ def register(codec: Codec) -> Codec:
 
 @functools.cache
 def _load() -> None:
-    """Import the modules of `mapc.mappings` once and register every ``CODEC`` they define."""
-    package = importlib.import_module(PACKAGE)
+    """Import the modules of the catalog's codec package once and register every ``CODEC`` they define."""
+    from mapc.engine import catalog
+
+    name = catalog.installed().codecs
+    if name is None:
+        return
+    package = importlib.import_module(name)
     for info in pkgutil.iter_modules(package.__path__):
-        module = importlib.import_module(f"{PACKAGE}.{info.name}")
+        module = importlib.import_module(f"{name}.{info.name}")
         codec = getattr(module, "CODEC", None)
         if isinstance(codec, Codec):
             register(codec)

@@ -38,10 +38,12 @@ its scope's reverse writes nothing but its own element (`_twins`).
 from __future__ import annotations
 
 import linecache
+import re
 from collections.abc import Callable
 from typing import Any
 
 from mapc.engine import cache
+from mapc.engine.ops import CONDITIONS, candidate_code, condition_code
 from mapc.engine.pointer import escape
 from mapc.engine.program import (
     Frame,
@@ -58,20 +60,6 @@ from mapc.engine.program import (
 )
 from mapc.engine.template import Var
 from mapc.engine.values import MISSING, json_equal
-
-# Conditions as inline expressions over a variable (see program.CONDITIONS for their meaning).
-_CONDITION_CODE = {
-    "nonempty": "not ({v} is MISSING or {v} is None or (type({v}) in (str, dict, list) and not {v}))",
-    "text": '(type({v}) is str and {v} != "")',
-    "integer": "(type({v}) is int and -9223372036854775808 <= {v} <= 9223372036854775807)",
-    "number": "type({v}) in (int, float)",
-    "string": "type({v}) is str",
-    "object": "type({v}) is dict",
-    "array": "type({v}) is list",
-    "boolean": "type({v}) is bool",
-}
-
-_EMPTY = "({v} is None or (type({v}) in (str, dict, list) and not {v}))"  # is_empty of a present value
 
 
 class _Writer:
@@ -194,10 +182,22 @@ class _Writer:
             self.emit(depth, f"{node}[{path[-1]!r}] = {value}")
 
 
+_COMMENT_SAFE = re.compile(r"[^A-Za-z0-9_.\-\[\] ]")
+
+
+def row_comment(rule: Rule) -> str:
+    """``# atif.yaml:61 rules[15]``: the YAML row the code below it comes from.  The file name is
+    spec text: anything but plain name characters becomes ``?``, so no line break can end the
+    comment early; the line number and the label are the reader's own."""
+    at = rule.spec.at
+    return f"# {_COMMENT_SAFE.sub('?', at.file)[:120]}:{int(at.line)} {_COMMENT_SAFE.sub('?', rule.spec.label)}"
+
+
 def _condition(w: _Writer, rule: Rule, var: str) -> str:
     """The rule's `when` condition over `var`, as an expression."""
-    code = _CONDITION_CODE.get(rule.spec.when or "")
-    return code.format(v=var) if code else f"{w.const(rule.condition, 'C')}({var})"
+    if rule.spec.when in CONDITIONS:
+        return condition_code(rule.spec.when, var)
+    return f"{w.const(rule.condition, 'C')}({var})"
 
 
 # --- reading sources -----------------------------------------------------------------------
@@ -361,14 +361,10 @@ def _forward_chain(w: _Writer, d: int, rule: Rule, level: int, fin: Fin) -> None
             _chain_tail(w, depth, rule, level, fin, -1)
             return
         w.emit(depth, f"x = {_expr(w, depth, rule.sources[j], env)}")
-        test = "x is not MISSING"
         if spec.op == "first_of":
-            if spec.nonempty:
-                test += " and not " + _EMPTY.format(v="x")
-            if rule.condition is not None:
-                test += " and " + _condition(w, rule, "x")
-        elif not spec.keep_null:
-            test += " and x is not None"
+            test = candidate_code("x", spec.nonempty, _condition(w, rule, "x") if rule.condition else None)
+        else:
+            test = "x is not MISSING" + ("" if spec.keep_null else " and x is not None")  # ops.is_copied
         w.emit(depth, f"if {test}:")
         _chain_tail(w, depth + 1, rule, level, fin, j)
         w.emit(depth, "else:")
@@ -471,8 +467,7 @@ def _without_first(w: _Writer, d: int, rule: Rule, level: int) -> None:
         return
     for k, source in enumerate(rest):
         w.emit(d + k, f"y = {_expr(w, d + k, source, env)}")
-        skip = "y is MISSING" + (" or " + _EMPTY.format(v="y") if rule.spec.nonempty else "")
-        w.emit(d + k, f"if {skip}:")
+        w.emit(d + k, f"if not ({candidate_code('y', rule.spec.nonempty, None)}):")
     w.emit(d + len(rest), "y = MISSING")
 
 
@@ -597,6 +592,7 @@ def _forward_scope(w: _Writer, scope: Scope, name: str, counter: list[int]) -> N
     w.emit(2, "return None")
     fin: Fin = []
     for rule in scope.rules:
+        w.emit(1, row_comment(rule))
         _forward_rule(w, 1, rule, scope.level, fin)
     for rel, known in scope.objects:
         _residual_walk(w, 1, "src", rel, w.const(known, "KNOWN"), "prefix", 0)
@@ -821,14 +817,10 @@ def _rule_value(w: _Writer, d: int, rule: Rule, env: _Env) -> None:
     w.emit(d, "v = MISSING")
     for j, source in enumerate(rule.sources):
         w.emit(d + j, f"x = {_expr(w, d + j, source, env)}")
-        test = "x is not MISSING"
         if spec.op == "first_of":
-            if spec.nonempty:
-                test += " and not " + _EMPTY.format(v="x")
-            if rule.condition is not None:
-                test += " and " + _condition(w, rule, "x")
-        elif not spec.keep_null:
-            test += " and x is not None"
+            test = candidate_code("x", spec.nonempty, _condition(w, rule, "x") if rule.condition else None)
+        else:
+            test = "x is not MISSING" + ("" if spec.keep_null else " and x is not None")  # ops.is_copied
         w.emit(d + j, f"if {test}:")
         w.emit(d + j + 1, "v = x")
         if spec.op == "copy" or j == len(rule.sources) - 1:
@@ -886,6 +878,7 @@ def _reverse_scope(w: _Writer, scope: Scope, name: str, counter: list[int]) -> N
     start = len(w.lines)
     w.layouts = set()
     for rule in scope.rules:
+        w.emit(1, row_comment(rule))
         _reverse_rule(w, 1, rule, scope.level)
     w.scope_layouts[id(scope)] = frozenset(w.layouts)
     generic = any(".reverse(" in line for line in w.lines[start:])
@@ -1025,7 +1018,9 @@ def generate(name: str, root: Scope) -> tuple[ScopeFn, ScopeFn, str]:
     _forward_scope(w, root, "forward_root", [0])
     _reverse_scope(w, root, "reverse_root", [0])
     source = "\n".join([*w.derivers, "", *w.lines]) + "\n"
-    filename = f"<mapc {name}.yaml forward/reverse>"
+    # A spec name is checked when the spec is read; this one is a label, so it is shown escaped anyway.
+    label = name if name.isprintable() and len(name) <= 100 else repr(name[:100])
+    filename = f"<mapc {label}.yaml forward/reverse>"
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     namespace = dict(w.names)
     exec(cache.compiled(source, filename), namespace)  # compile(), or its bytecode from the spec cache

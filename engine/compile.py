@@ -14,8 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from mapc.engine import codegen, functions
+from mapc.engine.ops import authoritative, condition
 from mapc.engine.problems import MapcError, Problem, SpecLocation
-from mapc.engine.program import CONDITIONS, Path, Program, Rule, Scope, Source, pointer_text
+from mapc.engine.program import Path, Program, Rule, Scope, Source, pointer_text
 from mapc.engine.residual import ANY_INDEX, ANY_KEY, Tree
 from mapc.engine.spec import (
     CallRef,
@@ -176,7 +177,7 @@ class _Compiler:
     def rules(self) -> None:
         readers: dict[str, int] = {}
         for rs in self.spec.rules:
-            if not rs.derived and not rs.reverse_only and rs.op in ("copy", "first_of"):
+            if authoritative(rs):
                 for s in rs.sources:
                     if isinstance(s, Template):
                         readers[s.text] = readers.get(s.text, 0) + 1
@@ -230,7 +231,7 @@ class _Compiler:
             targets=tuple(targets),
             convert=convert,
             with_args=tuple(a for a in with_args if a is not None),
-            condition=CONDITIONS[rs.when] if rs.when else None,
+            condition=condition(rs.when),
             owned=owned,
             reverse_convert=reverse_convert,
             reverse_when=tuple((self.literal(p, rs), v) for p, v in rs.reverse_when),

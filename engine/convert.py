@@ -66,20 +66,20 @@ def read_units(data: bytes, *, jsonl: bool = False, rows: bool = False, options:
     """Split an input file into top-level documents: an object, an array of them, or JSONL lines.
 
     For a row corpus (`rows`), an array or the JSONL lines are the rows of one document."""
-    dup = options.reject_duplicate_keys
+    allow = options.allow_duplicate_keys
     if jsonl:
         units = []
         for n, line in enumerate(data.splitlines(), start=1):
             if not line.strip():
                 continue
             try:
-                units.append(Unit(storyline.loads(line, reject_duplicate_keys=dup), line=n))
+                units.append(Unit(storyline.loads(line, allow_duplicate_keys=allow), line=n))
             except MapcError as exc:
                 raise MapcError([p.on_line(n) for p in exc.problems]) from None
         if not units:
             raise MapcError.single("input.empty", "", "the file holds no records; it cannot be empty")
         return [Unit([u.document for u in units], lines=tuple(u.line or 0 for u in units))] if rows else units
-    doc = storyline.loads(data, reject_duplicate_keys=dup)
+    doc = storyline.loads(data, allow_duplicate_keys=allow)
     if type(doc) is list and not rows:
         if not doc:
             raise MapcError.single("input.empty", "", "the array cannot be empty")
@@ -119,7 +119,7 @@ def forward_unit(
 ) -> list[dict[str, Any]]:
     """Map one top-level source document to validated Storylines (`path`: the input's relative path)."""
     try:
-        doc, carried = envelope.take(unit.document)
+        doc, carried = envelope.take(unit.document, program.spec.envelope)
         doc = prepare(program.spec.prepare, doc)
         problems = input_problems(program, doc)
         if problems:
@@ -188,14 +188,17 @@ def into_storyline(
     codec = codecs.lookup(fmt)
     if codec is not None:  # a format that is not JSON: its own reader, then the hub's checks
         decoded = codec.decode(data, path)
-        failed = storyline.check_all(decoded, prefix=len(decoded) > 1)
+        failed = storyline.check_all(decoded, prefix=len(decoded) > 1) or _over_limits(
+            decoded, len(decoded) > 1, options
+        )
         if failed:
             raise MapcError(failed)
         return decoded
     if fmt == STORYLINE:
         units = read_units(data, jsonl=jsonl, options=options)
         found = [s for u in units for s in storyline.documents(u.document)]
-        failed = storyline.check_all(found, prefix=len(found) > 1 or type(units[0].document) is list)
+        prefix = len(found) > 1 or type(units[0].document) is list
+        failed = storyline.check_all(found, prefix=prefix) or _over_limits(found, prefix, options)
         if failed:
             raise MapcError(failed)
         return found
@@ -211,6 +214,17 @@ def into_storyline(
     if problems:
         raise MapcError(problems)
     return stories
+
+
+def _over_limits(stories: list[dict[str, Any]], prefix: bool, options: Options = DEFAULT) -> list[Problem]:
+    """The residual limits (`--max-unknown-fields`, `--max-unknown-bytes`) hold for Storylines read as
+    they are, as for those a mapping makes (`forward_unit`)."""
+    limits = Limits.of(options)
+    out: list[Problem] = []
+    for i, story in enumerate(stories):
+        found = limits.problems(story)
+        out.extend(p.within(f"/{i}") for p in found) if prefix else out.extend(found)
+    return out
 
 
 @_bounded_depth
@@ -245,7 +259,7 @@ def from_storyline(fmt: str, stories: list[dict[str, Any]], *, carry: bool = Tru
         where = f"/{k}" if k else ""
         problems = [_export_problem(where, p, fmt) for p in input_problems(program, doc)]
         carriers = ((c, m.story) for m in rebuilt.stories for c in m.carriers)
-        problems += envelope.write(doc, carriers, program.spec.source)
+        problems += envelope.write(doc, carriers, program.spec.source, program.spec.envelope)
         if problems:
             raise MapcError(problems)
         docs.append(doc)

@@ -135,7 +135,7 @@ def measure(program: Program, inputs: Iterable[tuple[str, bytes, bool]]) -> Cove
             continue
         for unit in units:
             try:
-                doc, _ = envelope.take(unit.document)
+                doc, _ = envelope.take(unit.document, program.spec.envelope)
                 problems = input_problems(program, doc)
                 if problems:
                     raise MapcError(problems)

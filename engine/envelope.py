@@ -1,9 +1,15 @@
 """The `_storyline` envelope (version 1, REFERENCE.md §2): foreign residuals inside a peripheral document.
 
 A Storyline's `unknown_fields` of sources other than the target format cannot be said in that
-format; on export they travel at the document root under `_storyline`, keyed by the carrier
-pointer of the node that "is" each Storyline.  Which pointers are carriers comes from the spec
-(its document root and nested documents), never from code here.
+format; on export they travel under a `_storyline` key, keyed by the carrier pointer of the node
+that "is" each Storyline.  Which pointers are carriers comes from the spec (its document root and
+nested documents), never from code here.
+
+Where the key rides is the spec's `document.envelope` (default `/_storyline`, the document root;
+a format with an extension slot names a place inside it, e.g. `/extra/_storyline`, so the
+format's own validators accept the file).  The writer creates the slot's parent object when it
+is absent and uses the root place when the parent is not a non-empty object (an empty one could
+not be told from one it created); the reader accepts both places and drops a parent left empty.
 """
 
 from __future__ import annotations
@@ -20,26 +26,51 @@ VERSION = 1
 _AT = "/" + KEY
 
 
-def take(doc: Any) -> tuple[Any, dict[str, dict[str, Any]]]:
-    """Split `doc` into the document without `_storyline` and the carried sources by carrier.
+def take(doc: Any, at: str = _AT) -> tuple[Any, dict[str, dict[str, Any]]]:
+    """Split `doc` into the document without its envelope and the carried sources by carrier.
 
-    Raises MapcError for an envelope that is not exactly of the version-1 shape.
+    The envelope is read at `at` (the spec's place) or at the root.  Raises MapcError for an
+    envelope that is not exactly of the version-1 shape, or for two envelopes.
     """
-    if type(doc) is not dict or KEY not in doc:
+    if type(doc) is not dict:
         return doc, {}
-    rest = {k: v for k, v in doc.items() if k != KEY}
-    problems = list(_shape_problems(doc[KEY]))
+    tokens = pointer.parse(at)
+    parent = pointer.resolve(doc, tokens[:-1]) if at != _AT else MISSING
+    nested = type(parent) is dict and KEY in parent
+    if KEY not in doc and not nested:
+        return doc, {}
+    if KEY in doc and nested:
+        raise MapcError.single("envelope.invalid", at, f"two _storyline envelopes: at {_AT} and at {at}")
+    if nested:
+        env, where = parent[KEY], at
+        rest = _without(doc, tokens)
+    else:
+        env, where = doc[KEY], _AT
+        rest = {k: v for k, v in doc.items() if k != KEY}
+    problems = list(_shape_problems(env, where))
     if problems:
         raise MapcError(problems)
-    return rest, doc[KEY]["unknown_fields"]["by_trajectory"]
+    return rest, env["unknown_fields"]["by_trajectory"]
 
 
-def _shape_problems(env: Any) -> Iterator[Problem]:
+def _without(doc: dict[str, Any], tokens: tuple[str, ...]) -> dict[str, Any]:
+    """`doc` without the key at `tokens` (copying only the objects on the way), dropping the
+    objects on the way that it leaves empty."""
+    head, rest = tokens[0], tokens[1:]
+    if not rest:
+        return {k: v for k, v in doc.items() if k != head}
+    inner = _without(doc[head], rest)
+    if not inner:
+        return {k: v for k, v in doc.items() if k != head}
+    return {**doc, head: inner}
+
+
+def _shape_problems(env: Any, where: str = _AT) -> Iterator[Problem]:
     if type(env) is not dict or set(env) != {"unknown_fields"}:
-        yield Problem("envelope.invalid", _AT, 'invalid _storyline envelope: expected {"unknown_fields": {...}}')
+        yield Problem("envelope.invalid", where, 'invalid _storyline envelope: expected {"unknown_fields": {...}}')
         return
     uf = env["unknown_fields"]
-    at = _AT + "/unknown_fields"
+    at = where + "/unknown_fields"
     if type(uf) is not dict:
         yield Problem("envelope.invalid", at, "invalid _storyline envelope: unknown_fields must be an object")
         return
@@ -154,8 +185,9 @@ def foreign_sources(story: dict[str, Any], own_source: str) -> dict[str, Any]:
     return {s: b for s, b in sources.items() if s != own_source and b.get("fields")}
 
 
-def write(doc: Any, carriers: Iterable[tuple[str, dict[str, Any]]], own_source: str) -> list[Problem]:
-    """Add `_storyline` to `doc` for every (carrier, Storyline) with foreign residuals."""
+def write(doc: Any, carriers: Iterable[tuple[str, dict[str, Any]]], own_source: str, at: str = _AT) -> list[Problem]:
+    """Add the envelope to `doc` (at `at`, see the module docstring) for every (carrier,
+    Storyline) with foreign residuals."""
     by_trajectory: dict[str, Any] = {}
     problems: list[Problem] = []
     for carrier, story in carriers:
@@ -177,8 +209,31 @@ def write(doc: Any, carriers: Iterable[tuple[str, dict[str, Any]]], own_source: 
         problems.append(
             Problem("envelope.no_object_root", "", "foreign unknown fields require an object document root")
         )
-    elif KEY in doc:
+        return problems
+    value = {"unknown_fields": {"version": VERSION, "by_trajectory": by_trajectory}}
+    if KEY in doc:
         problems.append(Problem("envelope.exists", _AT, "the document already has a _storyline key"))
+        return problems
+    holder, where = _holder(doc, at)
+    if KEY in holder:
+        problems.append(Problem("envelope.exists", where, "the document already has a _storyline key"))
     else:
-        doc[KEY] = {"unknown_fields": {"version": VERSION, "by_trajectory": by_trajectory}}
+        holder[KEY] = value
     return problems
+
+
+def _holder(doc: dict[str, Any], at: str) -> tuple[dict[str, Any], str]:
+    """The object that takes the envelope key, and its place: the parent of `at` (made when
+    absent), or the root when that parent is not a non-empty object."""
+    tokens = pointer.parse(at)
+    node = doc
+    for i, token in enumerate(tokens[:-1]):
+        child = node.get(token, MISSING)
+        if child is MISSING:
+            child = node[token] = {}  # every later token is absent too
+        elif type(child) is not dict or (not child and i == len(tokens) - 2):
+            return doc, _AT
+        else:
+            child = node[token] = dict(child)  # the rebuilt document may share it with a Storyline
+        node = child
+    return node, at

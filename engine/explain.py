@@ -396,7 +396,9 @@ def explain_source(program: Program, document: Any, text: str) -> list[Finding]:
         raise _fail(f"{text!r} is not a JSON Pointer") from None
     if pointer.resolve(document, tokens) is MISSING:
         raise _fail(f"the input has no value at {text or '/'}", text)
-    if tokens and tokens[0] == envelope.KEY:
+    if (envelope.KEY in tokens and pointer.is_prefix(pointer.parse(program.spec.envelope), tokens)) or (
+        tokens and tokens[0] == envelope.KEY
+    ):
         return [
             Finding(
                 "residual",
@@ -404,7 +406,7 @@ def explain_source(program: Program, document: Any, text: str) -> list[Finding]:
                 "Storyline of each carrier and not mapped by rules",
             )
         ]
-    doc, _ = envelope.take(document)
+    doc, _ = envelope.take(document, program.spec.envelope)
     mapped = run.forward(program, doc)
     contexts = node_contexts(program, doc, mapped)
     holders = [k for k, m in enumerate(mapped) if pointer.is_prefix(pointer.parse(m.carrier), tokens)]
@@ -600,7 +602,7 @@ def explain_target(
     _descend(program.root, root, levels, target_side=True)
     source_node, ctx = None, context(None, story, None, key)
     if document is not None:
-        doc, _ = envelope.take(document)
+        doc, _ = envelope.take(document, program.spec.envelope)
         source_node = pointer.resolve(doc, pointer.parse(carrier))
         found = [c for c in node_contexts(program, doc, run.forward(program, doc)) if c[0] is source_node]
         if found:
@@ -647,7 +649,7 @@ def document_key_of(program: Program, carrier: str) -> Any:
 
 def _carriers(program: Program, stories: list[dict[str, Any]], document: Any) -> dict[int, str]:
     if document is not None:
-        doc, _ = envelope.take(document)
+        doc, _ = envelope.take(document, program.spec.envelope)
         try:
             return {k: m.carrier for k, m in enumerate(run.forward(program, doc))}
         except MapcError:

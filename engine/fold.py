@@ -110,6 +110,7 @@ def fold(folds: tuple[Fold, ...], story: dict[str, Any]) -> dict[str, Any]:
         if type(items) is not list or not any(_matches(f, e) for e in items):
             continue
         out: list[Any] = []
+        owned: dict[int, list[Any]] = {}  # id(element) -> the `into` list this fold made for it
         for n, elem in enumerate(items):
             if not _matches(f, elem):
                 out.append(elem)
@@ -120,7 +121,12 @@ def fold(folds: tuple[Fold, ...], story: dict[str, Any]) -> dict[str, Any]:
             item = {k: v for k, p in f.take if (v := _get(elem, p)) is not MISSING}
             prev = out[-1]
             have = _get(prev, f.into)
-            out[-1] = _with(prev, f.into, [*(have if type(have) is list else ()), item])
+            if type(have) is list and owned.get(id(prev)) is have:  # a list this fold made: append
+                have.append(item)
+                continue
+            items_of_prev = [*(have if type(have) is list else ()), item]
+            out[-1] = _with(prev, f.into, items_of_prev)
+            owned[id(out[-1])] = items_of_prev
         story = _with(story, f.array, out)
     return story
 

@@ -53,9 +53,11 @@ def lookup(name: str) -> Function | None:
 
 
 def _load_format_functions() -> None:
-    # Imported lazily so that the engine does not depend on any format at import time.
-    import mapc.mappings.functions  # noqa: F401
+    # The installed catalog names the modules that register format functions (engine/catalog.py):
+    # imported on first lookup, so that the engine depends on no format.
+    from mapc.engine import catalog
 
+    catalog.installed().load_functions()
     REGISTRY["__formats_loaded__"] = Function("__formats_loaded__", lambda: None, 0, "")
 
 

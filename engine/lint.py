@@ -42,6 +42,7 @@ from typing import Any
 
 from mapc.engine import functions, pointer
 from mapc.engine.compile import compile_spec
+from mapc.engine.ops import authoritative
 from mapc.engine.problems import MapcError, Problem, SpecLocation
 from mapc.engine.schema import compiled_validator, load_schema
 from mapc.engine.spec import RuleSpec, Spec, _Located, load_spec, parse_yaml, read_spec_text
@@ -139,7 +140,7 @@ def _rule_pointer(spec: Spec, problem: Problem) -> Problem:
 
 
 def _reverse_only(rule: RuleSpec) -> bool:
-    return bool(getattr(rule, "reverse_only", False))
+    return rule.reverse_only
 
 
 def _forward(rule: RuleSpec) -> bool:
@@ -148,8 +149,8 @@ def _forward(rule: RuleSpec) -> bool:
 
 
 def _authoritative(rule: RuleSpec) -> bool:
-    """The rule's reverse writes its first source back (not a forward-only promotion)."""
-    return not rule.derived and rule.op in ("copy", "first_of")
+    """The rule's reverse writes its first source back (ops.authoritative: the one definition)."""
+    return authoritative(rule)
 
 
 def _own(rule: RuleSpec) -> list[Template]:

@@ -11,11 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mapc.engine.ops import OPS, authoritative, is_candidate
 from mapc.engine.pointer import escape
 from mapc.engine.residual import Tree
 from mapc.engine.spec import RuleSpec, Spec
 from mapc.engine.template import Template
-from mapc.engine.values import MISSING, is_empty, json_equal
+from mapc.engine.values import MISSING, json_equal
 
 Path = tuple[str, ...]
 
@@ -75,18 +76,6 @@ def insert_copying(obj: dict[str, Any], path: Path, value: Any) -> bool:
 def pointer_text(path: Path) -> str:
     """Escaped pointer text of a relative path."""
     return "".join("/" + escape(k) for k in path)
-
-
-CONDITIONS: dict[str, Callable[[Any], bool]] = {
-    "nonempty": lambda v: not is_empty(v),
-    "text": lambda v: type(v) is str and v != "",  # a non-empty string
-    "integer": lambda v: type(v) is int and -(2**63) <= v < 2**63,  # an i64, as Storyline integers
-    "number": lambda v: type(v) in (int, float),
-    "string": lambda v: type(v) is str,
-    "object": lambda v: type(v) is dict,
-    "array": lambda v: type(v) is list,
-    "boolean": lambda v: type(v) is bool,
-}
 
 
 # --- run-time context ----------------------------------------------------------------------
@@ -235,8 +224,7 @@ class Rule:
     @property
     def authoritative(self) -> bool:
         """A rule whose source the forward consumes (so unmapped values become residuals)."""
-        spec = self.spec
-        return not spec.derived and not spec.reverse_only and spec.op in ("copy", "first_of")
+        return authoritative(self.spec)
 
     @property
     def guarded(self) -> bool:
@@ -246,25 +234,8 @@ class Rule:
     # -- forward --
 
     def choose(self, frame: Frame, ctx: Context) -> tuple[int, Any]:
-        """The index and value of the source the rule takes, or (-1, MISSING)."""
-        spec = self.spec
-        if spec.op == "const":
-            return -1, spec.value
-        if spec.op == "call":
-            assert self.convert is not None
-            return -1, self.convert(*(s.read(frame, ctx) for s in self.sources))
-        for i, source in enumerate(self.sources):
-            v = source.read(frame, ctx)
-            if v is MISSING:
-                continue
-            if spec.op == "first_of":
-                if (spec.nonempty and is_empty(v)) or (self.condition is not None and not self.condition(v)):
-                    continue
-                return i, v
-            if v is None and not spec.keep_null:
-                return -1, MISSING
-            return i, v
-        return -1, MISSING
+        """The index and value of the source the rule takes, or (-1, MISSING): its op's choice."""
+        return OPS[self.spec.op].choose(self, frame, ctx)
 
     def _convert(self, v: Any, frame: Frame, ctx: Context) -> Any:
         if self.convert is None:
@@ -282,6 +253,13 @@ class Rule:
 
     def forward(self, frame: Frame, dst: dict[str, Any], ctx: Context, prefix: str) -> None:
         """Write this rule's value into `dst`, keeping what it cannot map as residuals."""
+        self._forward(frame, dst, ctx, prefix)
+        if self.reverse_fn is not None and self.spec.op == "call":
+            # A computed value with a reverse: what the reverse would not give back is kept
+            # (decided once the Storyline is written, run._keep_what_the_reverse_loses).
+            ctx.checks.append((self, frame, dst, prefix, None))
+
+    def _forward(self, frame: Frame, dst: dict[str, Any], ctx: Context, prefix: str) -> None:
         i, v = self.choose(frame, ctx)
         spec = self.spec
         if i >= 0 and v is not MISSING:
@@ -335,8 +313,8 @@ class Rule:
     def _without_first(self, frame: Frame, ctx: Context) -> Any:
         for source in self.sources[1:]:
             v = source.read(frame, ctx)
-            if v is MISSING or (self.spec.nonempty and is_empty(v)):
-                continue
+            if v is MISSING or not is_candidate(v, self.spec.nonempty, None):
+                continue  # the chain's candidate test without the condition: see codegen._without_first
             return v
         return MISSING
 

@@ -13,6 +13,8 @@ when the hop adds a key at its root).
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -60,10 +62,19 @@ def carry_home(
 
 
 def _lost_in_hop(program: Program, doc: Rebuilt, target: str, export: Export, read: Import) -> dict[str, Any]:
-    """Pointers into A's document whose values A → target → A would not give back."""
+    """Pointers into A's document whose values A → target → A would not give back.
+
+    When the hop cannot be tried to the end, what it would lose is unknown: A's document is kept
+    whole (pointer ""), never nothing."""
     try:
         hop = export(target, [m.story for m in doc.stories])
-        data = hop.encode() if isinstance(hop, str) else orjson.dumps(hop)
+    except MapcError:
+        return {}  # the export itself fails, and says why: nothing is written to carry anything for
+    whole = {"": doc.document}
+    data = hop.encode() if isinstance(hop, str) else _json_bytes(hop)
+    if data is None:  # not JSON (only a Python caller hands such values over)
+        return whole
+    try:
         back = read(target, data)
         try:
             again = run.reverse(program, back)
@@ -71,13 +82,28 @@ def _lost_in_hop(program: Program, doc: Rebuilt, target: str, export: Export, re
             # A's own residuals may not fit what B gave back (a residual inside a message B
             # dropped): diff against what B alone gives, so the kept values hold all of it.
             again = run.reverse(program, [_without_source(s, program.spec.source) for s in back])
-    except (MapcError, orjson.JSONEncodeError):
-        # The export itself will say why; or it holds what JSON cannot (a lone surrogate, an
-        # integer beyond 64 bits, nesting orjson does not write), which only a Python caller hands over.
-        return {}
+    except MapcError:
+        return whole  # B's document does not read back as A's: keep all of A's
     if len(again) != 1:
-        return {}
+        return whole
     return dict(diff(doc.document, again[0].document, ""))
+
+
+def _json_bytes(value: Any) -> bytes | None:
+    """`value` as JSON: orjson, else (nesting past its 254 levels, integers beyond 64 bits) the
+    standard library, as the CLI writes its output; None for a value that is not JSON at all."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        pass  # the standard library below writes what orjson does not
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 5_000))  # JSON nests up to 1,024 levels; each costs a few frames
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError, RecursionError):  # not JSON: NaN, a lone surrogate, a tuple key…
+        return None
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def diff(want: Any, have: Any, at: str) -> Iterator[tuple[str, Any]]:

@@ -30,11 +30,11 @@ from typing import Any
 
 import orjson
 
-from mapc.engine import functions, pointer
+from mapc.engine import duplicates, functions, pointer
 from mapc.engine.checks import collect, steps_path
 from mapc.engine.mapped import Mapped, Rebuilt
+from mapc.engine.ops import CONDITIONS
 from mapc.engine.problems import MapcError, Problem
-from mapc.engine.program import CONDITIONS
 from mapc.engine.residual import drop_nested
 from mapc.engine.spec import Consume, RowsSpec, Spec
 from mapc.engine.template import Template, Var, parse_template
@@ -132,6 +132,8 @@ def _decoded(row: Any, templates: tuple[Template, ...]) -> Any:
                     decoded = orjson.loads(value)
                 except orjson.JSONDecodeError:
                     continue
+                if duplicates.repeats(value, decoded):
+                    continue  # decoded, a value would be lost: kept as the string
                 row = replaced(row, steps_path(steps), decoded)
     return row
 
@@ -226,7 +228,7 @@ def _consumed(rule: Consume, value: Any, path: list[Any], group: Group, story: d
     if rule.when == "empty":
         return value is None or is_empty(value)
     if rule.when is not None:
-        return CONDITIONS[rule.when](value)
+        return CONDITIONS[rule.when].test(value)
     bindings = {t.name: p for t, p in zip(rule.at.tokens[1:], path, strict=False) if isinstance(t, Var)}
     return json_equal(value, _value(rule.equals, bindings, group, story))
 

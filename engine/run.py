@@ -90,11 +90,26 @@ def _document_id(rule: Rule, doc: Any) -> str:
     return str(rule.convert(doc))
 
 
+def _require_identity(program: Program, story: dict[str, Any], prefix: str) -> None:
+    """A Storyline is named by its ``session`` (or ``trajectory``): without one, a spec error when no
+    rule of the spec writes ``/session``, else a problem of this document (it has no value for it)."""
+    trajectory = story.get("trajectory")
+    if "session" in story or (type(trajectory) is str and trajectory):
+        return
+    if not any(t.tokens == ("session",) for rule in program.spec.rules for t in rule.targets):
+        message = "no rule of the spec writes /session, which names every Storyline"
+        raise MapcError([Problem("spec.no_session", prefix, message, program.spec.at)])
+    message = "the Storyline made from the document is invalid at /session: the document gives it no value"
+    raise MapcError([Problem("schema.required", prefix, message)])
+
+
 def _check_identities(out: list[Mapped]) -> None:
     seen: dict[str, str] = {}
     problems = []
     for m in out:
         ident = document_id(m.story)
+        if type(ident) is not str:
+            continue  # not a Storyline: its validation says why
         if ident in seen:
             other = seen[ident] or "the root"
             message = f"document id {ident!r} is also that of the Storyline from {other}"
@@ -130,6 +145,7 @@ def _forward_node(
         if folded is not story:  # `story` is shared with the Context: change it in place
             story.clear()
             story.update(folded)
+    _require_identity(program, story, prefix)
     if parent is not None:
         story["parent"] = {"psid": document_id(parent)}
     if ctx.residual:
@@ -213,11 +229,12 @@ def _reverse(program: Program, stories: list[dict[str, Any]]) -> list[Rebuilt]:
         return [_reverse_members(program, group) for group in _groups(program, stories)]
     rebuilt = []
     index = {document_id(s): s for s in stories}
+    positions = {id(s): i for i, s in enumerate(stories)}
     for root in _roots(program, stories):
         ctx = Context({}, None, root, count=1)
         mapped: list[Mapped] = []
         doc = _reverse_node(program, root, "", None, ctx, mapped, index)
-        _finish(program, doc, mapped, ctx, stories)
+        _finish(program, doc, mapped, ctx, stories, positions)
         rebuilt.append(Rebuilt(doc, tuple(mapped)))
     return rebuilt
 
@@ -347,10 +364,20 @@ def _unwritable(ctx: Context, stories: list[dict[str, Any]]) -> list[Problem]:
 
 
 def _finish(
-    program: Program, doc: dict[str, Any], mapped: list[Mapped], ctx: Context, stories: list[dict[str, Any]]
+    program: Program,
+    doc: dict[str, Any],
+    mapped: list[Mapped],
+    ctx: Context,
+    stories: list[dict[str, Any]],
+    positions: dict[int, int] | None = None,
 ) -> None:
-    """Restore residuals, then run the pending write-backs against the restored document."""
-    copies = _restore_residuals(program, doc, mapped, {id(s): i for i, s in enumerate(stories)})
+    """Restore residuals, then run the pending write-backs against the restored document.
+
+    `positions` (id of each of `stories` → its index) is made once by a caller rebuilding many
+    documents: made here per document, it would cost the square of their number."""
+    if positions is None:
+        positions = {id(s): i for i, s in enumerate(stories)}
+    copies = _restore_residuals(program, doc, mapped, positions)
     # Each write-back is ``(fn, want, out, ...)`` with a generated `fn` (codegen._write_back_fn): it
     # follows `copies` to the restored element and writes `want` back unless the forward derives it again.
     for entry in ctx.pending:

@@ -100,12 +100,12 @@ def _alternative(name: str, i: int, data: Any) -> Alternative:
 def _test(has: Any, where: str) -> Test | None:
     if has is None:
         return None
-    from mapc.engine.program import CONDITIONS  # here: spec loading reads selections, program imports spec
+    from mapc.engine.ops import CONDITIONS
 
     if has == "empty":
         return lambda v: v is None or is_empty(v)
     if isinstance(has, str) and has in CONDITIONS:
-        return CONDITIONS[has]
+        return CONDITIONS[has].test
     if type(has) is dict and set(has) == {"call"}:
         fn = functions.lookup(has["call"])
         if fn is not None:

@@ -8,14 +8,15 @@ file, line and column; `compile.py` then turns a `Spec` into runnable programs.
 
 from __future__ import annotations
 
-import math
+import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, TypeAlias
-
-import yaml
+from typing import Any, TypeAlias
 
 from mapc.engine import fold as fold_module
+from mapc.engine import plainyaml, pointer
+from mapc.engine.ops import CONDITION_NAMES
 from mapc.engine.pointer import PointerSyntaxError
 from mapc.engine.problems import MapcError, Problem, SpecLocation
 from mapc.engine.select import compile_selections
@@ -23,7 +24,7 @@ from mapc.engine.template import Template, parse_template
 from mapc.engine.values import MISSING
 
 SPEC_SCHEMA = "mapping-spec"  # schemas/mapping-spec.schema.json: the shape of a spec file
-CONDITIONS = ("nonempty", "text", "integer", "number", "string", "object", "array", "boolean")
+CONDITIONS = CONDITION_NAMES  # the `when:` vocabulary, defined once in ops.py
 CHECK_KINDS = (
     "nonempty",
     "nonblank",
@@ -38,6 +39,46 @@ CHECK_KINDS = (
     "same_if_both",
     "call",
 )
+# The rule vocabulary (REFERENCE of the language: schemas/mapping-spec.schema.json).  A rule takes
+# its value `from` one source, the `first_of` several, a `const` or a `call` of `args`; writes it
+# `to` targets `when` a condition holds (`keep_null`: a null too); `back` says how the reverse
+# undoes it (`none`: a forward-only promotion) and `forward: none` makes a reverse-only row.
+RULE_KEYS = ("from", "first_of", "const", "call", "args", "to", "when", "keep_null", "back", "forward")
+# The sub-keys of `back:`: what the reverse writes when no target holds a value (`default`), only
+# when Storyline pointers hold values (`when`), the Storyline values it falls back on (`or`, or
+# `or_foreign`: only for a Storyline that did not come from this format), a function applied to
+# the value written back (`call`), or, with `to`, a function of `args` whose results go to `to`;
+# `home`: where a value a computed first_of candidate made goes back to.
+BACK_KEYS = ("default", "when", "or", "or_foreign", "call", "args", "to", "home")
+# The keys of the first vocabulary, still read (with a SpecDeprecationWarning), and their new form.
+DEPRECATED_RULE_KEYS = {
+    "nonempty": "when: nonempty",
+    "derived": "back: none",
+    "reverse_only": "forward: none",
+    "reverse_call": "back: {call: FN}",
+    "reverse_default": "back: {default: VALUE}",
+    "reverse_when": "back: {when: {POINTER: VALUE}}",
+    "with": "args: [...] beside from/first_of",
+    "reverse_first_of": "back: {or: [...]}",
+    "reverse": "back: {call: FN, args: [...], to: POINTER}",
+    "write_back_call": "back: {home: FN}",
+    "synthesized": "back: {or_foreign: [...]}",
+}
+# Where the internal key of a rule stands in a spec written in the new vocabulary.
+_NEW_PLACE = {
+    "with": ("args",),
+    "reverse": ("back",),
+    "reverse_call": ("back", "call"),
+    "write_back_call": ("back", "home"),
+    "reverse_when": ("back", "when"),
+    "reverse_first_of": ("back", "or"),
+}
+
+
+class SpecDeprecationWarning(FutureWarning):
+    """A spec uses the first rule vocabulary; it still works, `mapc spec upgrade` rewrites it."""
+
+
 # Kinds whose own key holds a value (a number, a pointer to compare with, a function) while
 # `at` names the values checked.
 _CHECK_AT = {"minimum", "at_most", "call"}
@@ -234,36 +275,17 @@ class Spec:
     aliases: tuple[str, ...] = ()  # other names the format is known by
     rows: RowsSpec | None = None  # a row corpus (engine/rows.py) instead of one document tree
     fold: Any = ()  # elements folded into the one before them (engine/fold.py), parsed
+    deprecated: tuple[str, ...] = ()  # old-vocabulary keys, as ``rules[3].reverse_default`` (see upgrade.py)
+    envelope: str = "/_storyline"  # where a document's `_storyline` envelope rides (engine/envelope.py)
 
 
 # --- YAML with locations -------------------------------------------------------------------
 
 
+MAX_NAME = 64  # characters of a spec name (a format name: it is part of output file names)
+SPEC_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", re.ASCII)  # MAX_NAME characters
 MAX_SPEC_NODES = 200_000  # far above any real spec (the shipped ones have a few thousand values)
 MAX_SPEC_DEPTH = 64  # levels of YAML nesting; the shipped specs have at most seven
-_MERGE = "tag:yaml.org,2002:merge"
-_YAML_TAGS = frozenset(
-    f"tag:yaml.org,2002:{t}" for t in ("map", "seq", "str", "int", "float", "bool", "null", "merge", "timestamp")
-)
-
-
-class _DepthLimitedLoader(yaml.SafeLoader):
-    """The safe loader, refusing to compose nodes nested deeper than `MAX_SPEC_DEPTH`: its composer
-    recurses once per level, so a deeply nested file would otherwise exhaust Python's stack."""
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self.depth = 0
-
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
-        self.depth += 1
-        try:
-            if self.depth > MAX_SPEC_DEPTH:
-                mark = self.peek_event().start_mark
-                raise yaml.composer.ComposerError(None, None, f"nested more than {MAX_SPEC_DEPTH} levels deep", mark)
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
-        finally:
-            self.depth -= 1
 
 
 def read_spec_text(path: Path) -> str:
@@ -282,9 +304,13 @@ def read_spec_text(path: Path) -> str:
         ) from None
 
 
+SPEC_LIMITS = plainyaml.Limits(max_nodes=MAX_SPEC_NODES, max_depth=MAX_SPEC_DEPTH)
+_Located = plainyaml.Located  # lint places problems with it too
+
+
 def parse_yaml(file: str, text: str) -> tuple[Any, _Located]:
     """The plain data of spec text and where each of its nodes stands; MapcError (``spec.yaml``,
-    ``spec.duplicate_key``) for text that is not plain YAML data.
+    ``spec.duplicate_key``) for text that is not plain YAML data (engine/plainyaml.py).
 
     With the spec cache on (engine/cache.py), text parsed before is not parsed again: its data comes
     back as JSON, and is checked by the reader as any spec's data is."""
@@ -306,103 +332,11 @@ def parse_yaml(file: str, text: str) -> tuple[Any, _Located]:
 
 def _parse_yaml(file: str, text: str) -> tuple[Any, _Located]:
     try:
-        node = yaml.compose(text, Loader=_DepthLimitedLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = SpecLocation(file, mark.line + 1, mark.column + 1) if mark else SpecLocation(file, 1, 1)
-        what = getattr(exc, "problem", None) or str(exc)
-        raise MapcError([Problem("spec.yaml", "", f"not valid YAML: {what}", where)]) from None
-    located = _Located(file)
-    return (located.build(node) if node is not None else None), located
-
-
-class _Located:
-    """Plain Python data from YAML plus the (line, column) of every node, keyed by its path."""
-
-    def __init__(self, file: str) -> None:
-        self.file = file
-        self.marks: dict[tuple[Any, ...], tuple[int, int]] = {}
-        self.budget = MAX_SPEC_NODES
-        self.open: set[int] = set()  # the collections being built: an alias to one of them is a cycle
-
-    def build(self, node: yaml.Node, path: tuple[Any, ...] = ()) -> Any:
-        self.marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
-        self.budget -= 1
-        if self.budget < 0:  # aliases of aliases grow exponentially ("billion laughs")
-            self.fail(node, f"the spec expands to more than {MAX_SPEC_NODES} values (aliases nested too deep?)")
-        if node.tag not in _YAML_TAGS:
-            self.fail(node, f"YAML tag {node.tag!r} is not allowed in a spec (only plain YAML data)")
-        if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
-            if id(node) in self.open:
-                self.fail(node, "an alias refers to a node that contains it")
-            self.open.add(id(node))
-            try:
-                return self._collection(node, path)
-            finally:
-                self.open.discard(id(node))
-        try:
-            value = yaml.SafeLoader("").construct_object(node)  # safe scalars: no Python objects
-        except yaml.YAMLError as exc:
-            self.fail(node, f"not a plain YAML value: {getattr(exc, 'problem', None) or exc}")
-        if type(value) is float and not math.isfinite(value):  # .nan, .inf: no JSON number
-            self.fail(node, f"{node.value!r} is not a JSON number")
-        if type(value) is str and not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                self.fail(node, "a string with a lone surrogate is not valid Unicode")
-        return value
-
-    def _collection(self, node: yaml.Node, path: tuple[Any, ...]) -> Any:
-        if isinstance(node, yaml.MappingNode):
-            out: dict[Any, Any] = {}
-            merged: dict[Any, Any] = {}
-            for key_node, value_node in node.value:
-                if key_node.tag == _MERGE:  # `<<: *anchor`: the anchored mapping's keys, below explicit ones
-                    for part in value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]:
-                        value = self.build(part, (*path, "<<"))
-                        if type(value) is not dict:
-                            self.fail(part, "`<<` merges mappings only")
-                        merged.update({k: v for k, v in value.items() if k not in merged})
-                    continue
-                key = self.build(key_node, (*path, "<key>"))
-                if type(key) in (list, dict):
-                    self.fail(key_node, "a mapping key is a plain value, not a mapping or a list")
-                if key in out:
-                    line = key_node.start_mark.line + 1
-                    raise MapcError.single("spec.duplicate_key", "", f"{self.file}:{line}: duplicate key {key!r}")
-                out[key] = self.build(value_node, (*path, key))
-            return {**{k: v for k, v in merged.items() if k not in out}, **out}
-        return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
-
-    def fail(self, node: yaml.Node, message: str) -> NoReturn:
-        line, column = node.start_mark.line + 1, node.start_mark.column + 1
-        raise MapcError([Problem("spec.yaml", "", message, SpecLocation(self.file, line, column))])
-
-    @staticmethod
-    def path_of(data: Any, text: str) -> tuple[Any, ...]:
-        """The path (list positions as ints) in the YAML data of a JSON Pointer into it."""
-        path: list[Any] = []
-        node = data
-        for token in [t.replace("~1", "/").replace("~0", "~") for t in text.split("/")[1:]] if text else []:
-            if type(node) is list and token.isdigit() and int(token) < len(node):
-                key: Any = int(token)
-            elif type(node) is dict:
-                key = next((k for k in node if str(k) == token), token)
-            else:
-                path.append(token)
-                break
-            path.append(key)
-            if type(node) is dict and key not in node:
-                break
-            node = node[key]
-        return tuple(path)
-
-    def at(self, *path: Any, rule: str = "") -> SpecLocation:
-        while path and path not in self.marks:
-            path = path[:-1]
-        line, column = self.marks.get(path, (1, 1))
-        return SpecLocation(self.file, line, column, rule)
+        return plainyaml.load(file, text, SPEC_LIMITS)
+    except plainyaml.YamlDataError as exc:
+        code = "spec.duplicate_key" if exc.kind == "duplicate_key" else "spec.yaml"
+        message = f"{exc.message} (at {exc.pointer})" if exc.kind == "duplicate_key" else exc.message
+        raise MapcError([Problem(code, "", message, SpecLocation(file, exc.line, exc.column))]) from None
 
 
 def load_spec(path: str | Path, text: str | None = None) -> Spec:
@@ -412,6 +346,14 @@ def load_spec(path: str | Path, text: str | None = None) -> Spec:
         data, located = parse_yaml(path.name, read_spec_text(path) if text is None else text)
     except MapcError as exc:
         raise MapcError(exc.problems, source=str(path)) from None
+    return spec_from_data(data, path, located)
+
+
+def spec_from_data(data: Any, path: str | Path, located: _Located | None = None) -> Spec:
+    """The `Spec` of plain spec data (as YAML gives it) named by `path`; raise MapcError.  Without
+    `located` (where each value stands in the file) problems are placed at line 1, column 1."""
+    path = Path(path)
+    located = _Located(path.name) if located is None else located
     problems: list[Problem] = []
     try:
         spec = _SpecReader(located, problems).read(data, str(path))
@@ -422,7 +364,20 @@ def load_spec(path: str | Path, text: str | None = None) -> Spec:
     if problems:
         raise MapcError(problems, source=str(path))
     assert spec is not None
+    if spec.deprecated:
+        warnings.warn(deprecation_message(spec), SpecDeprecationWarning, stacklevel=2)
     return spec
+
+
+def deprecation_message(spec: Spec) -> str:
+    """What a spec in the first vocabulary is told: each old key, its new form, and the tool."""
+    keys = dict.fromkeys(k.rsplit(".", 1)[1] for k in spec.deprecated)
+    forms = "; ".join(f"{k} -> {DEPRECATED_RULE_KEYS[k]}" for k in keys)
+    where = ", ".join(spec.deprecated[:3]) + (", ..." if len(spec.deprecated) > 3 else "")
+    return (
+        f"{spec.path}: the rule keys {', '.join(keys)} are deprecated ({where}); write {forms}. "
+        f"`mapc spec upgrade {spec.path}` rewrites the file"
+    )
 
 
 def _shape_problems(data: Any, located: _Located) -> list[Problem]:
@@ -441,6 +396,8 @@ class _SpecReader:
     def __init__(self, located: _Located, problems: list[Problem]) -> None:
         self.loc = located
         self.problems = problems
+        self.deprecated: list[str] = []  # `rules[3].reverse_default`: old-vocabulary keys met
+        self.place: dict[str, tuple[str, ...]] = {}  # internal key -> where it stands in this rule
 
     def fail(self, message: str, *path: Any, code: str = "spec.invalid") -> None:
         self.problems.append(Problem(code, "/" + "/".join(map(str, path)), message, self.loc.at(*path)))
@@ -515,12 +472,22 @@ class _SpecReader:
         if not isinstance(name, str) or not name:
             self.fail("`name` must be a non-empty string", "name")
             name = "?"
+        elif not SPEC_NAME.fullmatch(name):
+            # The name becomes part of file names (outputs, `<mapc NAME.yaml>` in tracebacks).
+            shown = repr(name) if len(name) <= 80 else f"{name[:40]!r}… ({len(name)} characters)"
+            rule = f"1 to {MAX_NAME} letters, digits, '.', '_' or '-', starting with a letter or digit"
+            self.fail(f"`name` {shown} must be {rule}", "name")
+            name = "?"
         document = data.get("document") or {}
         doc_id = None
         if "id" in document:
             doc_id = self.rule(document["id"], -1, ("document", "id"))
         children = self.template(document["children"], "document", "children") if "children" in document else None
         each = self.template(document["each"], "document", "each") if "each" in document else None
+        envelope_at = document.get("envelope", "/_storyline")
+        if not (isinstance(envelope_at, str) and envelope_at.endswith("/_storyline") and pointer.is_valid(envelope_at)):
+            self.fail("`document.envelope` is a JSON Pointer ending in /_storyline", "document", "envelope")
+            envelope_at = "/_storyline"
         arrays = [self.array(src, dst) for src, dst in (data.get("arrays") or {}).items()]
         objects = []
         for ptr, keys in (data.get("objects") or {}).items():
@@ -550,7 +517,9 @@ class _SpecReader:
             fold=self.folds(data),
             aliases=tuple(str(a) for a in data.get("aliases") or ()),
             rows=rows,
+            envelope=envelope_at,
             at=self.loc.at(),
+            deprecated=tuple(self.deprecated),
         )
 
     def folds(self, data: dict[str, Any]) -> Any:
@@ -632,38 +601,17 @@ class _SpecReader:
             return None
         return ArraySpec(s, d, fallback, bool(dst.get("omit_empty", False)))
 
-    _RULE_KEYS = frozenset(
-        {
-            "from",
-            "first_of",
-            "const",
-            "call",
-            "args",
-            "to",
-            "when",
-            "nonempty",
-            "keep_null",
-            "derived",
-            "reverse_only",
-            "reverse_call",
-            "reverse_default",
-            "reverse_when",
-            "with",
-            "reverse_first_of",
-            "reverse",
-            "write_back_call",
-            "synthesized",
-        }
-    )
-
     def rule(self, item: Any, index: int, path: tuple[Any, ...]) -> RuleSpec | None:
         at = self.loc.at(*path, rule=f"rules[{index}]" if index >= 0 else "document.id")
         if not isinstance(item, dict):
             self.fail("a rule is a mapping", *path)
             return None
         for key in item:
-            if key not in self._RULE_KEYS:
-                self.fail(f"unknown rule key {key!r}", *path, key)
+            if key not in RULE_KEYS and key not in DEPRECATED_RULE_KEYS:
+                self.fail(f"unknown rule key {key!r} (known: {', '.join(RULE_KEYS)})", *path, key)
+        item = self.internal_form(item, index, path)
+        if item is None:
+            return None
         kinds = [k for k in ("from", "first_of", "const") if k in item]
         if len(kinds) > 1:
             self.fail(f"a rule has one of from/first_of/const, not {kinds}", *path)
@@ -693,7 +641,9 @@ class _SpecReader:
             return None
         for key in ("call", "reverse_call", "write_back_call"):
             if key in item and not isinstance(item[key], str):
-                self.fail(f"`{key}` names a registered function (a string), got {item[key]!r}", *path, key)
+                where = self.key(path, key)
+                name = ".".join(map(str, where[len(path) :]))
+                self.fail(f"`{name}` names a registered function (a string), got {item[key]!r}", *where)
                 return None
         to_list = raw_to if isinstance(raw_to, list) else [raw_to]
         targets = [self.template(t, *path, "to") for t in to_list]
@@ -702,12 +652,12 @@ class _SpecReader:
             self.fail(f"unknown condition {when!r} (known: {', '.join(CONDITIONS)})", *path, "when")
         reverse_when = []
         for ptr, value in (item.get("reverse_when") or {}).items():
-            t = self.template(ptr, *path, "reverse_when")
+            t = self.template(ptr, *self.key(path, "reverse_when"))
             if t:
                 reverse_when.append((t, value))
-        with_args = self.refs(item.get("with", []), *path, "with")
-        reverse_first_of = self.refs(item.get("reverse_first_of", []), *path, "reverse_first_of")
-        reverse = self.reverse(item["reverse"], *path, "reverse") if "reverse" in item else None
+        with_args = self.refs(item.get("with", []), *self.key(path, "with"))
+        reverse_first_of = self.refs(item.get("reverse_first_of", []), *self.key(path, "reverse_first_of"))
+        reverse = self.reverse(item["reverse"], *self.key(path, "reverse")) if "reverse" in item else None
         if None in sources or None in targets or None in with_args or None in reverse_first_of:
             return None
         if "reverse" in item and reverse is None:
@@ -734,6 +684,71 @@ class _SpecReader:
             write_back_call=item.get("write_back_call"),
             synthesized=bool(item.get("synthesized", False)),
         )
+
+    def key(self, path: tuple[Any, ...], key: str) -> tuple[Any, ...]:
+        """The YAML path of internal rule key `key` (a new-vocabulary rule says it inside `back`)."""
+        return (*path, *self.place.get(key, (key,)))
+
+    def internal_form(self, item: dict[Any, Any], index: int, path: tuple[Any, ...]) -> dict[Any, Any] | None:
+        """The rule `item` in the internal keys the rest of the reader takes (those of the first
+        vocabulary): a `back:` block and `forward: none` are spread into them; old keys are noted."""
+        self.place = {}
+        old = [k for k in item if k in DEPRECATED_RULE_KEYS]
+        if old:
+            if "back" in item or "forward" in item:
+                self.fail(f"a rule writes `back`/`forward` or the old keys {old}, not both", *path)
+                return None
+            label = f"rules[{index}]" if index >= 0 else "document.id"
+            self.deprecated.extend(f"{label}.{k}" for k in old)
+            return item
+        out = {k: v for k, v in item.items() if k not in ("back", "forward")}
+        if "forward" in item:
+            if item["forward"] != "none":
+                self.fail("`forward` is only `none` (a row only the reverse runs)", *path, "forward")
+                return None
+            out["reverse_only"] = True
+        if "args" in item and ("from" in item or "first_of" in item):
+            out["with"] = out.pop("args")  # the conversion's arguments after the value
+        if item.get("when") == "nonempty" and "first_of" in item:
+            del out["when"]  # a chain skips empty candidates (the one `nonempty` test, ops.py)
+            out["nonempty"] = True
+        back = item.get("back", MISSING)
+        if back is MISSING:
+            return out
+        if back == "none":
+            out["derived"] = True
+            return out
+        if not isinstance(back, dict) or not back:
+            self.fail(f"`back` is `none` or a mapping of {', '.join(BACK_KEYS)}", *path, "back")
+            return None
+        for key in back:
+            if key not in BACK_KEYS:
+                self.fail(f"unknown `back` key {key!r} (known: {', '.join(BACK_KEYS)})", *path, "back", key)
+                return None
+        if "or" in back and "or_foreign" in back:
+            self.fail("`back` has `or` or `or_foreign`, not both", *path, "back")
+            return None
+        if "to" in back:
+            out["reverse"] = {k: back[k] for k in ("call", "args", "to") if k in back}
+        elif "args" in back:
+            self.fail("`back.args` are the arguments of `back.call` writing to `back.to`", *path, "back", "args")
+            return None
+        elif "call" in back:
+            out["reverse_call"] = back["call"]
+        if "default" in back:
+            out["reverse_default"] = back["default"]
+        if "when" in back:
+            out["reverse_when"] = back["when"]
+        if "or" in back:
+            out["reverse_first_of"] = back["or"]
+        if "or_foreign" in back:
+            out["reverse_first_of"] = back["or_foreign"]
+            out["synthesized"] = True
+            self.place["reverse_first_of"] = ("back", "or_foreign")
+        if "home" in back:
+            out["write_back_call"] = back["home"]
+        self.place = {**_NEW_PLACE, **self.place}
+        return out
 
     def reverse(self, item: Any, *path: Any) -> ReverseSpec | None:
         if not isinstance(item, dict) or not isinstance(item.get("call"), str) or "to" not in item:

@@ -6,24 +6,29 @@ reporting every problem of a document in document order.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
 from mapc.engine import catalog, duplicates, rules
 from mapc.engine.problems import MapcError, Problem, in_document_order
+from mapc.engine.residual import Tree
 from mapc.engine.schema import compiled_validator
 
 SCHEMA = "storyline-v1"
 
 
-def check(doc: Any) -> list[Problem]:
-    """Every problem of one Storyline document; empty when it is valid."""
+def check(doc: Any, count_trees: Mapping[str, Tree] | None = None) -> list[Problem]:
+    """Every problem of one Storyline document; empty when it is valid.
+
+    `count_trees` (per residual source, the count tree of its ``unknown_key_counts``) is what the
+    check needs of the formats; None takes the installed catalog's (engine/catalog.py)."""
     version = rules.version_problem(doc)
     if version is not None:
         return [version]
     problems = list(compiled_validator(SCHEMA).iter_problems(doc))
-    problems.extend(rules.iter_problems(doc, catalog.count_trees()))
+    problems.extend(rules.iter_problems(doc, catalog.count_trees() if count_trees is None else count_trees))
     return in_document_order(problems) if len(problems) > 1 else problems
 
 
@@ -45,15 +50,16 @@ def check_all(stories: list[Any], prefix: bool) -> list[Problem]:
     return out
 
 
-def loads(data: bytes | str, *, reject_duplicate_keys: bool = False) -> Any:
-    """Parse JSON bytes with orjson, as a data problem when they are not JSON (or, with
-    `reject_duplicate_keys`, hold a key twice in one object: engine/duplicates.py)."""
+def loads(data: bytes | str, *, allow_duplicate_keys: bool | None = None) -> Any:
+    """Parse JSON bytes with orjson, as a data problem when they are not JSON or hold a key twice in
+    one object (unless `allow_duplicate_keys`, a job's `Options`; None: engine/duplicates.py decides)."""
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise MapcError.single("json.invalid", "", f"not valid JSON: {exc}") from None
-    if reject_duplicate_keys:
-        found = duplicates.problems(data)
+    allow = duplicates.allowed() if allow_duplicate_keys is None else allow_duplicate_keys
+    if not allow:
+        found = duplicates.problems_of(data, doc)
         if found:
             raise MapcError(found)
     return doc

@@ -43,7 +43,7 @@ class Row:
 
 
 def _reverse_only(rule: RuleSpec) -> bool:
-    return bool(getattr(rule, "reverse_only", False))
+    return rule.reverse_only
 
 
 def _add(

@@ -19,9 +19,18 @@ A file is a YAML frontmatter holding the Storyline without its turns, then one b
 The block comment carries the turn without its `msg` (compact JSON, keys sorted, ``type`` and
 ``length`` first); the body is the `msg` itself: a string verbatim, any other value as indented
 JSON.  ``length`` is the body's size in UTF-8 bytes, so a body may hold anything, marker-like text
-included.  The layout is exactly the reference's: GitHub renders the frontmatter as a table and the
-bodies as Markdown; the comments stay invisible (nothing else may stand between blocks, or the
-reference's reader refuses the file).
+included.  GitHub renders the frontmatter as a table and the bodies as Markdown; the comments stay
+invisible.
+
+So that tool calls do not vanish with the comments, a turn with tool calls or an observation gets
+a *view* after its body: readable Markdown (``**Tool call** `fn` · `tcid` `` and the arguments,
+its result, the observation, each in a fenced ``json``/``text`` block whose fence is longer than
+any backtick run inside), between a ``<!-- persisting:view -->`` and a ``<!-- /persisting:view -->``
+line.  The view is made from the block's metadata alone and is not part of the logical document
+(nor of its id): reading makes it again and skips it; one that differs (edited by hand) is skipped
+too, the metadata wins, and an `EditedView` warning (``agenticmd.view_edited``) names the block.
+This is the one place mapc's layout departs from the reference's, whose reader refuses any text
+between blocks (issue 21 asks for the view); files without views read as before.
 
 Reading (`decode`) needs the frontmatter ``storyline`` object and each block's ``storyline``
 object; a file without them (a legacy or hand-written view) is refused with
@@ -39,13 +48,14 @@ import importlib.resources
 import json
 import math
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
 import yaml
 
-from mapc.engine import canonical, pointer, residual, storyline
+from mapc.engine import canonical, duplicates, plainyaml, pointer, residual, storyline
 from mapc.engine.codecs import Codec
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.values import MISSING, json_equal
@@ -61,6 +71,8 @@ CONSUMED_FRONTMATTER: Final = frozenset({"format", STORYLINE_KEY})
 CONSUMED_HEADER: Final = frozenset({"source", "step_id", ENCODING_KEY, STORYLINE_KEY})
 COUNT_TREE: Final[residual.Tree] = {"blocks": {residual.ANY_STRICT_INDEX: {}}}
 
+VIEW_OPEN: Final = "<!-- persisting:view -->"
+VIEW_CLOSE: Final = "<!-- /persisting:view -->"
 _BOM: Final = b"\xef\xbb\xbf"
 _FENCE: Final = b"---"
 _BLANK: Final = b" \t\r\n"
@@ -84,10 +96,15 @@ class Block:
 
 @dataclass(frozen=True, slots=True)
 class Document:
-    """A parsed AgenticMD file: the frontmatter mapping and the blocks, in file order."""
+    """A parsed AgenticMD file: the frontmatter mapping and the blocks, in file order.
+
+    `edited_views` are the indexes of blocks whose visible tool-call view differs from what the
+    block's metadata says (the metadata wins; `decode` warns about each).
+    """
 
     frontmatter: dict[str, Any]
     blocks: list[Block]
+    edited_views: tuple[int, ...] = ()
 
 
 def _fail(code: str, where: str, message: str) -> MapcError:
@@ -97,21 +114,35 @@ def _fail(code: str, where: str, message: str) -> MapcError:
 # --- YAML ------------------------------------------------------------------------------------------
 
 
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """The safe loader without YAML 1.1 timestamps: an unquoted date stays the text it is."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
     """The safe dumper, never writing anchors and aliases (a value shared in memory is written twice)."""
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
+
+
+MAX_FRONTMATTER_DEPTH: Final = 200  # levels of YAML nesting; far below what the YAML composer's recursion allows
+MAX_YAML_VALUES: Final = 200_000  # values aliases may add beyond one per character of the text
+
+
+def _yaml_limits(text: str) -> plainyaml.Limits:
+    """The spec reader's limits, sized for the frontmatter: without aliases a value takes at least a
+    character, so only an alias expansion can pass the node cap; nesting is capped deeper than in a
+    spec, since the frontmatter holds Storyline values."""
+    return plainyaml.Limits(
+        max_nodes=MAX_YAML_VALUES + len(text), max_depth=MAX_FRONTMATTER_DEPTH, duplicate_keys=duplicates.allowed()
+    )
+
+
+def _read_yaml(text: str, first_line: int = 1) -> Any:
+    """The plain data of frontmatter text, read as untrusted YAML (engine/plainyaml.py): a located
+    ``agenticmd.yaml`` (``agenticmd.duplicate_key``) problem at its pointer for anything else."""
+    try:
+        return plainyaml.load("frontmatter", text, _yaml_limits(text))[0]
+    except plainyaml.YamlDataError as exc:
+        code = "agenticmd.duplicate_key" if exc.kind == "duplicate_key" else "agenticmd.yaml"
+        at = f"line {exc.line + first_line - 1}, column {exc.column}"
+        raise _fail(code, "/frontmatter" + exc.pointer, f"the frontmatter ({at}): {exc.message}") from None
 
 
 def _yaml_text(mapping: dict[str, Any]) -> str:
@@ -123,9 +154,13 @@ def _yaml_text(mapping: dict[str, Any]) -> str:
     options: dict[str, Any] = {"sort_keys": True, "default_flow_style": False, "width": 2**31 - 1}
     for style in ({"allow_unicode": True}, {"allow_unicode": False, "default_style": '"'}):
         text = yaml.dump(mapping, Dumper=_Dumper, **options, **style)
-        if json_equal(yaml.load(text, Loader=_Loader), mapping):
-            return str(text)
-    raise _fail("export.invalid", "", "the Storyline cannot be written as YAML that reads back the same")
+        why = "it reads back as other values"
+        try:
+            if json_equal(_read_yaml(text), mapping):  # read as `decode` will read it
+                return str(text)
+        except MapcError as exc:  # past the reader's limits: the file would not read back
+            why = exc.problems[0].message
+    raise _fail("export.invalid", "", f"the Storyline cannot be written as YAML that reads back the same: {why}")
 
 
 def _json_problem(value: Any, where: str, seen: set[int]) -> Problem | None:
@@ -164,12 +199,23 @@ def _reject_constant(text: str) -> Any:
     raise ValueError(f"{text} is not JSON")
 
 
-def _json_loads(text: str) -> Any:
-    """Parse JSON text exactly: integers of any size stay integers (orjson would make floats)."""
+def _json_loads(text: str, where: str) -> Any:
+    """Parse JSON text exactly: integers of any size stay integers (orjson would make floats); a
+    repeated key is an ``agenticmd.duplicate_key`` problem below `where` (unless allowed)."""
+    hook = None if duplicates.allowed() else duplicates.pairs_hook
     try:
-        return json.loads(text, parse_float=_finite, parse_constant=_reject_constant)
+        value = json.loads(text, parse_float=_finite, parse_constant=_reject_constant, object_pairs_hook=hook)
     except RecursionError:
         raise ValueError("nested too deeply") from None
+    _refuse_repeated(value, where)
+    return value
+
+
+def _refuse_repeated(value: Any, where: str) -> None:
+    """`agenticmd.duplicate_key` problems of a value read with `duplicates.pairs_hook`."""
+    found = list(duplicates.found(value, where, "agenticmd.duplicate_key"))
+    if found:
+        raise MapcError(found)
 
 
 def _pretty_json(value: Any) -> str:
@@ -215,12 +261,7 @@ def _split_frontmatter(data: bytes) -> tuple[dict[str, Any], int]:
         raise _fail(
             "agenticmd.yaml", "/frontmatter", "the frontmatter opened with `---` is never closed by a `---` line"
         )
-    try:
-        loaded = yaml.load(data[start:pos].decode("utf-8"), Loader=_Loader)
-    except RecursionError:
-        raise _fail("agenticmd.yaml", "/frontmatter", "the frontmatter is nested too deeply") from None
-    except yaml.YAMLError as exc:
-        raise _fail("agenticmd.yaml", "/frontmatter", f"the frontmatter is not valid YAML: {exc}") from None
+    loaded = _read_yaml(data[start:pos].decode("utf-8"), first_line=2)
     if loaded is None:
         loaded = {}
     if type(loaded) is not dict:
@@ -253,13 +294,16 @@ def _parse_header(line: bytes, index: int) -> tuple[str, dict[str, Any], int | N
         raise _fail("agenticmd.bad_block", at, "the block comment is not closed by `-->` on its line")
     text = rest[:-3].strip().decode("utf-8")
     try:
-        header, _ = json.JSONDecoder(parse_float=_finite, parse_constant=_reject_constant).raw_decode(text)
+        hook = None if duplicates.allowed() else duplicates.pairs_hook
+        decoder = json.JSONDecoder(parse_float=_finite, parse_constant=_reject_constant, object_pairs_hook=hook)
+        header, _ = decoder.raw_decode(text)
     except RecursionError:
         raise _fail("agenticmd.bad_block", at, "the block header is nested too deeply") from None
     except ValueError as exc:
         raise _fail("agenticmd.bad_block", at, f"the block header is not a JSON object: {exc}") from None
-    if type(header) is not dict:
+    if not isinstance(header, dict):
         raise _fail("agenticmd.bad_block", at, "the block header is not a JSON object")
+    _refuse_repeated(header, at)
     kind = header.pop("type", "text")
     if type(kind) is not str:
         raise _fail("agenticmd.bad_block", f"{at}/type", "expected text for the block type")
@@ -277,7 +321,9 @@ def _skip_blank(data: bytes, pos: int) -> int:
     return pos
 
 
-def _parse_blocks(data: bytes, pos: int) -> list[Block]:
+def _parse_blocks(data: bytes, pos: int, edited: list[int] | None = None) -> list[Block]:
+    """The blocks from `pos` on; the index of each block whose view was edited goes to `edited`."""
+    edited = [] if edited is None else edited
     rest = data[pos:]
     if not rest.strip():
         return []
@@ -322,7 +368,38 @@ def _parse_blocks(data: bytes, pos: int) -> list[Block]:
             ) from None
         blocks.append(Block(kind, fields, body))
         pos = _skip_blank(data, end)
+        if data.startswith(_VIEW_OPEN_BYTES, pos):
+            pos, same = _skip_view(data, pos, fields.get(STORYLINE_KEY), index)
+            if not same:
+                edited.append(index)
+            pos = _skip_blank(data, pos)
     return blocks
+
+
+def _skip_view(data: bytes, pos: int, meta: Any, index: int) -> tuple[int, bool]:
+    """Where the view starting at `pos` ends, and whether it is the one the metadata makes.
+
+    The expected view is made again from the block's metadata: when the file holds exactly it (with
+    LF or CRLF line ends) it is skipped whatever it contains.  A view that differs (edited by hand)
+    runs to the first closing line followed by the next block or the end of the file.
+    """
+    expected = turn_view(meta if type(meta) is dict else {}).encode("utf-8")
+    for variant in (expected, expected.replace(b"\n", b"\r\n")):
+        if variant and data.startswith(variant, pos):
+            return pos + len(variant), True
+    close = _VIEW_CLOSE_BYTES
+    at = data.find(close, pos)
+    while at >= 0:
+        after = at + len(close)
+        nxt = _skip_blank(data, after)
+        if data[at - 1 : at] in (b"\n", b"") and (nxt == len(data) or data.startswith(MARKER, nxt)):
+            return after, False
+        at = data.find(close, after)
+    raise _fail(
+        "agenticmd.bad_block",
+        f"/blocks/{index}/view",
+        f"the tool-call view opened at byte {pos} is never closed by a `{VIEW_CLOSE}` line before the next block",
+    )
 
 
 def parse_document(data: bytes) -> Document:
@@ -334,7 +411,9 @@ def parse_document(data: bytes) -> Document:
     except UnicodeDecodeError as exc:
         raise _fail("agenticmd.not_utf8", "", f"the file is not UTF-8 text (byte {exc.start})") from None
     frontmatter, pos = _split_frontmatter(data)
-    return Document(frontmatter, _parse_blocks(data, pos))
+    edited: list[int] = []
+    blocks = _parse_blocks(data, pos, edited)
+    return Document(frontmatter, blocks, tuple(edited))
 
 
 # --- Storyline ----------------------------------------------------------------------------------------
@@ -424,10 +503,12 @@ def _turn(block: Block, index: int, problems: list[Problem]) -> dict[str, Any] |
     if block.fields.get(ENCODING_KEY) != "json":
         return {**meta, "msg": block.body}
     try:
-        return {**meta, "msg": _json_loads(block.body)}
+        return {**meta, "msg": _json_loads(block.body, f"/blocks/{index}/body")}
     except ValueError as exc:
         problems.append(Problem("agenticmd.bad_block", f"/blocks/{index}/body", f"the body is not JSON: {exc}"))
-        return None
+    except MapcError as exc:  # a repeated key
+        problems.extend(exc.problems)
+    return None
 
 
 def to_storyline(document: Document) -> dict[str, Any]:
@@ -482,8 +563,81 @@ def to_storyline(document: Document) -> dict[str, Any]:
 
 
 def decode(data: bytes, path: str | None = None) -> list[dict[str, Any]]:
-    """The one Storyline of an AgenticMD file."""
-    return [to_storyline(parse_document(data))]
+    """The one Storyline of an AgenticMD file; an `EditedView` warning for each edited view."""
+    document = parse_document(data)
+    story = to_storyline(document)
+    for index in document.edited_views:
+        warnings.warn(EditedView(index), stacklevel=2)
+    return [story]
+
+
+# --- the visible view of tool calls ------------------------------------------------------------------------
+
+_VIEW_OPEN_BYTES: Final = VIEW_OPEN.encode()
+_VIEW_CLOSE_BYTES: Final = VIEW_CLOSE.encode()
+
+
+class EditedView(UserWarning):
+    """A block's visible tool-call view differs from its metadata, which wins (code ``agenticmd.view_edited``)."""
+
+    code: Final = "agenticmd.view_edited"
+
+    def __init__(self, index: int) -> None:
+        self.pointer = f"/blocks/{index}/view"
+        self.message = (
+            f"the tool calls shown under block {index} were edited and differ from the block's metadata; "
+            "the metadata wins (the view is written again from it)"
+        )
+        super().__init__(f"{self.pointer}: {self.message} [{self.code}]")
+
+
+def _fenced(text: str, info: str) -> str:
+    """`text` in a fenced code block whose fence is longer than any run of backticks inside."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text}\n{fence}"
+
+
+def _shown(value: Any) -> str:
+    """A value as a fenced block: text as it is, anything else as indented JSON."""
+    if type(value) is str:
+        return _fenced(value, "text")
+    return _fenced(_pretty_json(value), "json")
+
+
+def _code(text: str) -> str:
+    """Text as a Markdown code span on one line (delimited by more backticks than it holds)."""
+    text = " ".join(text.split())
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    tick = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text else ""
+    return f"{tick}{pad}{text}{pad}{tick}"
+
+
+def turn_view(meta: dict[str, Any]) -> str:
+    """The visible Markdown of a turn's tool calls and observation ("" when it has neither).
+
+    It stands after the block's body between ``<!-- persisting:view -->`` and
+    ``<!-- /persisting:view -->`` lines; it is made from the metadata alone, so reading skips it
+    (and warns when it was edited: the metadata is the source of truth).
+    """
+    calls = meta.get("tool_calls")
+    calls = calls if type(calls) is list else []
+    observation = meta.get("observation")
+    if not calls and observation is None:
+        return ""
+    parts = [VIEW_OPEN]
+    for call in calls:
+        if type(call) is not dict:
+            continue
+        title = f"**Tool call** {_code(str(call.get('fn')))} · {_code(str(call.get('tcid')))}"
+        parts += [title, _shown(call.get("args"))]
+        if "result" in call:
+            parts += [f"**Result** of {_code(str(call.get('tcid')))}", _shown(call["result"])]
+    if observation is not None:
+        parts += ["**Observation**", _shown(observation)]
+    parts.append(VIEW_CLOSE)
+    return "\n\n".join(parts)
 
 
 # --- writing -------------------------------------------------------------------------------------------
@@ -571,6 +725,9 @@ def encode(stories: list[dict[str, Any]]) -> str:
     for block in blocks:
         header = _header_json(block).decode("utf-8")
         out.append(f"{MARKER.decode()}:{_speaker(block)} {header} -->\n\n{block.body}\n\n")
+        view = turn_view(block.fields[STORYLINE_KEY])
+        if view:
+            out.append(view + "\n\n")
     return "".join(out)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from mapc.engine import duplicates
 from mapc.engine.functions import register
 from mapc.engine.values import MISSING
 
@@ -59,9 +60,10 @@ def json_text_value(text: Any) -> Any:
     if type(text) is not str:
         return text
     try:
-        return orjson.loads(text)
+        value = orjson.loads(text)
     except orjson.JSONDecodeError:
         return text
+    return text if duplicates.repeats(text, value) else value  # a repeated key: decoding would lose one
 
 
 @register("json_value_text", 1)

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from mapc.engine import pointer
+from mapc.engine import duplicates, pointer
 from mapc.engine.functions import I64_MAX, I64_MIN, U64_MAX, register
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.rows import Group
@@ -317,9 +317,10 @@ def _put(env: dict[str, Any], key: str, value: Any) -> None:
 def _arguments(value: Any) -> Any:
     if type(value) is str:
         try:
-            return orjson.loads(value)
+            decoded = orjson.loads(value)
         except orjson.JSONDecodeError:
             return value
+        return value if duplicates.repeats(value, decoded) else decoded  # a repeated key: keep the text
     return value
 
 

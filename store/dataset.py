@@ -25,7 +25,9 @@ committed are rolled back at once (``restore`` of their previous version; a tabl
 created is removed) and ``CURRENT`` is left alone.  If the process dies in between, the next
 writer finds tables whose latest version is not the one in ``CURRENT`` and restores them before
 it does anything else.  A directory without ``CURRENT`` (tables written by another tool) is read
-at the latest versions.
+at the latest versions.  An import that replaces stored documents (``mapc store --replace``) commits
+each existing table with one Lance ``merge_insert`` instead of an append (`_merge_table`), under the
+same rules: one commit per table, then ``CURRENT``.
 
 **Concurrency.** Writers take an exclusive ``flock`` on ``DATASET/.lock`` around
 read-check-commit, so the commits of two ``mapc store`` into one dataset run one after the other
@@ -514,7 +516,7 @@ def _commit(
             moved = _move(staging, name, fragments, path)
             try:
                 versions[name] = _write_table(path, fragments, exists=previous is not None)
-            except BaseException:
+            except BaseException:  # undo this table's files whatever failed (Ctrl-C too), then re-raise
                 if previous is None:
                     shutil.rmtree(path, ignore_errors=True)
                 else:
@@ -523,7 +525,7 @@ def _commit(
                 raise
             done.append((name, previous))
         _write_current(root, versions)
-    except BaseException:
+    except BaseException:  # roll the finished tables back whatever failed, then re-raise
         _rollback(root, done)
         raise
     return versions
@@ -655,11 +657,13 @@ def read(
     document: str | None = None,
     documents: Sequence[str] | None = None,
     described: str = "",
+    validate: bool = True,
 ) -> list[dict[str, Any]]:
     """The Storylines of the dataset (or of one session, one document, the `documents` ids), in storage order.
 
     Raises `MapcError` when the rows break a §4 invariant (see `rows.rebuild`), or when the
     filter matches nothing (``store.not_found``; `described` says what `documents` came from).
+    Without `validate` the rebuilt Storylines are not re-validated (see `rows.rebuild`).
     """
     where = None
     if session is not None:
@@ -671,7 +675,7 @@ def read(
         match = pc.field("document_id").isin(pa.array(list(documents), type=pa.string()))
         where = match if where is None else where & match
     t = arrow_tables(root, where)
-    stories = rows.rebuild(t["runs"], t["steps"], t["tool_calls"])
+    stories = rows.rebuild(t["runs"], t["steps"], t["tool_calls"], validate=validate)
     if not stories:
         what = "the dataset holds no document"
         if session is not None or document is not None or documents is not None:
@@ -815,15 +819,19 @@ def _remove_staging_leftovers(root: Path, grace: timedelta) -> int:
     count = 0
     cutoff = time.time() - grace.total_seconds()
     for entry in sorted(staging.iterdir()):
+        try:
+            mtime = entry.lstat().st_mtime
+        except FileNotFoundError:
+            continue  # the lock of a job directory removed just before
         if entry.suffix == ".lock":
-            if not (staging / entry.stem).exists() and entry.stat().st_mtime <= cutoff and _dead(entry):
+            if not (staging / entry.stem).exists() and mtime <= cutoff and _dead(entry):
                 entry.unlink(missing_ok=True)
             continue
         lock = staging / f"{entry.name}.lock"
         if lock.exists():
             if not _dead(lock):
                 continue
-        elif entry.stat().st_mtime > cutoff:
+        elif mtime > cutoff:
             continue  # a job of an older mapc (no lock) may still be running
         if entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry, ignore_errors=True)

@@ -11,6 +11,10 @@ chunks back in input order; `Staged.commit` checks the ids, takes the lock, lear
 ``storage_ordinal``, has every chunk's runs rows numbered from its place in the input and staged by a
 second, short round of tasks (`stage_runs`), and commits each table once.  The driver never holds rows.
 
+With ``--skip-existing`` the driver first writes the ids the dataset holds into the staging directory and the
+workers leave those documents out (counted per file); with ``--replace`` the commit merges instead of
+appending (store/dataset.py).
+
 Only scheduling differs between engines, so the rows, their order and the errors are the same
 whichever runs the job; the chunks depend on the input sizes alone, so the fragments do too.
 
@@ -29,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Final
 import pyarrow as pa
 
 from mapc.engine import convert, detect
+from mapc.engine.inputs import read_input
 from mapc.engine.options import DEFAULT, Options
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.views import document_id
@@ -140,11 +145,10 @@ def chunks(
 # -- a worker ---------------------------------------------------------------------------------------------
 
 
-def _read(item: Input) -> bytes:
+def _read(item: Input, limit: int | None) -> bytes:
     if item.data is not None:
         return item.data
-    with open(item.path, "rb") as handle:
-        return handle.read()
+    return read_input(item.path, limit)  # a regular file only, and the limit counts the bytes read
 
 
 _SKIP_SETS: dict[str, frozenset[str]] = {}
@@ -173,7 +177,9 @@ def _store_file(
     if item.refused:
         return Outcome(item.file, FAILED, item.file, item.refused)
     try:
-        data = _read(item)
+        data = _read(item, options.max_input_bytes)
+    except MapcError as exc:  # over --max-input-bytes once read (it grew after the driver looked)
+        return Outcome(item.file, FAILED, item.file, exc.problems)
     except OSError as exc:
         problem = Problem("file.unreadable", "", f"cannot read the file: {exc.strerror or exc}")
         return Outcome(item.file, FAILED, item.file, (problem,))

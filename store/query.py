@@ -50,7 +50,7 @@ def connect(root: Path) -> Any:
                     raise MapcError(problems)
                 con.register(STORED_PREFIX + name, ds)
             con.execute(f"CREATE VIEW {name} AS {columns.view_sql(name, STORED_PREFIX + name)}")
-    except BaseException:
+    except BaseException:  # the connection is closed whatever failed, and the failure re-raised
         con.close()
         raise
     return con

@@ -199,7 +199,7 @@ class Builder:
 
     def add(self, doc: dict[str, Any]) -> None:
         """The rows of one validated Storyline, with the next ``storage_ordinal``."""
-        _split_one(canonical_storyline(doc), self.next_ordinal, self.runs, self.steps, self.calls)
+        _split_one(doc, self.next_ordinal, self.runs, self.steps, self.calls)
         self.next_ordinal += 1
 
     def mark(self) -> tuple[int, int, int, int]:
@@ -216,13 +216,52 @@ class Builder:
         )
 
 
+def _free(value: Any) -> str | None:
+    """A free JSON cell: compact, object keys sorted by orjson (what `canonical_storyline` gives free
+    values, without building a sorted copy first); SQL NULL for an absent field."""
+    return None if value is None else orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+_SHELL_AGENT: Final = {"id": "-"}
+
+
+def _owned_parts(turns: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
+    """Per turn, the canonical forms of its owned objects (``env``, ``prompt``, each call's ``response``), or
+    None for a turn with none: `canonical_storyline` of one document holding only them (the engine's
+    rules, not a copy of them), made once per document."""
+    out: list[dict[str, Any] | None] = [None] * len(turns)
+    where, minis = [], []
+    for i, turn in enumerate(turns):
+        t = turn.get
+        calls = t("tool_calls") or ()
+        responses = any(call.get("response") is not None for call in calls)
+        if t("env") is None and t("prompt") is None and not responses:
+            continue
+        mini: dict[str, Any] = {"id": 0, "src": "-", "msg": None}
+        for key in ("env", "prompt"):
+            if t(key) is not None:
+                mini[key] = t(key)
+        if responses:
+            mini["tool_calls"] = [{"tcid": "-", "fn": "-", "args": None, "response": c.get("response")} for c in calls]
+        where.append(i)
+        minis.append(mini)
+    if minis:
+        shell = {"schema_version": SCHEMA_VERSION, "session": "-", "agent": _SHELL_AGENT, "turns": minis}
+        for i, canonical in zip(where, canonical_storyline(shell)["turns"], strict=True):
+            out[i] = canonical
+    return out
+
+
 def _split_one(
-    doc: dict[str, Any],
+    raw: dict[str, Any],
     ordinal: int,
     runs: list[tuple[Any, ...]],
     steps: list[tuple[Any, ...]],
     calls: list[tuple[Any, ...]],
 ) -> None:
+    # The document's own fields in canonical form (small); the turns, most of the bytes, are read as
+    # they are: their free JSON cells get sorted keys from orjson, their owned objects from the engine.
+    doc = canonical_storyline({**raw, "turns": []})
     doc_id = document_id(doc)
     run_id = doc.get("run")
     session = doc["session"]
@@ -259,7 +298,10 @@ def _split_one(
             _json(get("prompt")),
         )
     )
-    for turn_ordinal, turn in enumerate(doc["turns"]):
+    dumps = orjson.dumps
+    sort = orjson.OPT_SORT_KEYS
+    turns = raw["turns"]
+    for turn_ordinal, (turn, owned) in enumerate(zip(turns, _owned_parts(turns), strict=True)):
         t = turn.get
         step_id = turn["id"]
         ts = t("ts")
@@ -277,10 +319,10 @@ def _split_one(
                 None if ts is None else timestamp_ns(ts),
                 _json(ts),
                 turn["src"],
-                orjson.dumps(turn["msg"]).decode(),
+                dumps(turn["msg"], option=sort).decode(),
                 t("reason"),
-                _json(t("effort")),
-                _json(t("metrics")),
+                _free(t("effort")),
+                _free(t("metrics")),
                 t("model"),
                 t("nllm"),
                 t("copied"),
@@ -288,16 +330,17 @@ def _split_one(
                 t("ttft_ms"),
                 tool_calls is not None,
                 observation is not None,
-                _json(observation),
-                _json(t("extra")),
-                _json(t("env")),
+                _free(observation),
+                _free(t("extra")),
+                None if owned is None else _json(owned.get("env")),
                 _json(t("finished_at")),
-                _json(t("prompt")),
+                None if owned is None else _json(owned.get("prompt")),
             )
         )
         if not tool_calls:
             continue
         results = results_by_call(observation)
+        responses = owned.get("tool_calls") if owned is not None else None
         for call_index, call in enumerate(tool_calls):
             c = call.get
             tcid = call["tcid"]
@@ -310,13 +353,13 @@ def _split_one(
                     call_index,
                     tcid,
                     call["fn"],
-                    orjson.dumps(call["args"]).decode(),
-                    _json(c("result")),
-                    orjson.dumps(results.get(tcid, [])).decode(),
+                    dumps(call["args"], option=sort).decode(),
+                    _free(c("result")),
+                    dumps(results.get(tcid, []), option=sort).decode(),
                     c("duration_ms"),
-                    _json(c("extra")),
+                    _free(c("extra")),
                     c("kind"),
-                    _json(c("response")),
+                    None if responses is None else _json(responses[call_index].get("response")),
                 )
             )
 
@@ -383,6 +426,26 @@ def _sorted(table: pa.Table, keys: Sequence[str]) -> pa.Table:
     return table.take(pc.sort_indices(table, [(k, "ascending") for k in keys]))
 
 
+def _grouped(table: pa.Table, groups: Sequence[str], order: str) -> pa.Table:
+    """`table` with the rows of each `groups` key together, `order` ascending within each: as it is when it
+    is already so (what mapc writes: a document's rows in turn order), checked with Arrow compute; else
+    sorted by `groups` then `order` (copying every cell, the expensive way)."""
+    n = table.num_rows
+    if n < 2:
+        return table
+    head, tail = table.slice(0, n - 1), table.slice(1)
+    changes = None
+    for key in groups:
+        differs = pc.not_equal(head.column(key), tail.column(key))
+        changes = differs if changes is None else pc.or_(changes, differs)
+    assert changes is not None
+    rising = pc.greater(tail.column(order), head.column(order))
+    in_order = pc.all(pc.or_(changes, rising)).as_py()
+    if in_order and pc.sum(changes).as_py() + 1 == table.group_by(list(groups)).aggregate([]).num_rows:
+        return table
+    return _sorted(table, [*groups, order])
+
+
 class _Cells:
     """Parses JSON cells of one table, reporting unparsable ones as problems (fail closed)."""
 
@@ -404,7 +467,7 @@ class _Cells:
             return None
 
 
-def rebuild(runs: pa.Table, steps: pa.Table, tool_calls: pa.Table) -> list[dict[str, Any]]:
+def rebuild(runs: pa.Table, steps: pa.Table, tool_calls: pa.Table, *, validate: bool = True) -> list[dict[str, Any]]:
     """The Storylines of the rows, in ``storage_ordinal`` order, each checked and re-validated.
 
     Raises `MapcError` holding every broken invariant: unique ``document_id``; steps and calls
@@ -413,7 +476,8 @@ def rebuild(runs: pa.Table, steps: pa.Table, tool_calls: pa.Table) -> list[dict[
     ``had_observation == (observation_json is not null)``; derived ``effective_kind`` and
     ``timestamp``; no call on a step with ``had_tool_calls = false``; ``call_index`` 0..n-1 per
     step; ``results_json`` equal to its derivation from the observation; JSON cells that parse;
-    and finally `storyline.check` on each rebuilt document.
+    and finally `storyline.check` on each rebuilt document (`validated`), unless not `validate`: for
+    a caller that validates the Storylines itself next (an export), and calls `validated` when that fails.
     """
     problems: list[Problem] = []
     for name, table in (("runs", runs), ("steps", steps), ("tool_calls", tool_calls)):
@@ -421,25 +485,29 @@ def rebuild(runs: pa.Table, steps: pa.Table, tool_calls: pa.Table) -> list[dict[
     if problems:
         raise MapcError(problems)
     docs = _rebuild_runs(_sorted(runs, ["storage_ordinal"]), problems)
-    _attach_steps(docs, _sorted(steps, ["document_id", "turn_ordinal"]), problems)
-    _attach_calls(docs, _sorted(tool_calls, ["document_id", "step_id", "call_index"]), problems)
+    _attach_steps(docs, _grouped(steps, ["document_id"], "turn_ordinal"), problems)
+    _attach_calls(docs, _grouped(tool_calls, ["document_id", "step_id"], "call_index"), problems)
     if problems:
         raise MapcError(problems)
-    out = []
-    for doc_id, state in docs.items():
-        story = state.finish()
-        for problem in storyline.check(story):
-            problems.append(
-                Problem(
-                    "store.invalid_document",
-                    _where("runs", doc_id) + problem.pointer,
-                    f"the rebuilt Storyline is invalid: {problem.message} [{problem.code}]",
-                )
-            )
-        out.append(story)
+    out = [state.finish() for state in docs.values()]
+    return validated(out) if validate else out
+
+
+def validated(stories: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`stories` (rebuilt from rows) when each passes `storyline.check`; else `MapcError` naming each
+    problem by its document: ``runs[document_id="d"]/turns/0/src``."""
+    problems = [
+        Problem(
+            "store.invalid_document",
+            _where("runs", document_id(story)) + problem.pointer,
+            f"the rebuilt Storyline is invalid: {problem.message} [{problem.code}]",
+        )
+        for story in stories
+        for problem in storyline.check(story)
+    ]
     if problems:
         raise MapcError(problems)
-    return out
+    return stories
 
 
 class _Doc:
@@ -595,6 +663,31 @@ def _iter_groups(keys: list[Any]) -> Iterator[tuple[Any, int, int]]:
 def _attach_steps(docs: dict[str, _Doc], steps: pa.Table, problems: list[Problem]) -> None:
     cells = _Cells("steps", problems)
     c = _columns(steps)
+    step_ids, sessions, run_ids, kinds = c["step_id"], c["session_id"], c["run_id"], c["kind"]
+    stamps, sources, reasons, effective = c["timestamp"], c["source"], c["reasoning_content"], c["effective_kind"]
+    had_tool_calls, had_observation, observation_texts = (
+        c["had_tool_calls"],
+        c["had_observation"],
+        c["observation_json"],
+    )
+    p_ts = _parsed(c, "timestamp_source_json", cells)
+    p_msg = _parsed(c, "message_json", cells)
+    p_effort = _parsed(c, "reasoning_effort_json", cells)
+    p_obs = _parsed(c, "observation_json", cells)
+    # The turn's fields after `observation`, in declaration order: (key, its values).
+    plain_tail = (
+        ("observation", p_obs),
+        ("metrics", _parsed(c, "metrics_json", cells)),
+        ("model", c["model_name"]),
+        ("nllm", c["llm_call_count"]),
+        ("copied", c["is_copied_context"]),
+        ("latency_ms", c["latency_ms"]),
+        ("ttft_ms", c["ttft_ms"]),
+        ("extra", _parsed(c, "extra_json", cells)),
+        ("env", _parsed(c, "env_json", cells)),
+        ("prompt", _parsed(c, "prompt_json", cells)),
+        ("finished_at", _parsed(c, "finished_at_json", cells)),
+    )
     for doc_id, start, end in _iter_groups(c["document_id"]):
         state = docs.get(doc_id)
         if state is None:
@@ -621,57 +714,62 @@ def _attach_steps(docs: dict[str, _Doc], steps: pa.Table, problems: list[Problem
             )
             continue
         for i in range(start, end):
-            step_id = c["step_id"][i]
-            key = {"step_id": step_id}
+            step_id = step_ids[i]
             if step_id in state.steps:
+                key = {"step_id": step_id}
                 problems.append(_p("store.duplicate_step_id", "steps", "step_id", "two steps share it", doc_id, **key))
                 continue
-            _denormalized(problems, "steps", state, c["session_id"][i], c["run_id"][i], doc_id, **key)
+            if sessions[i] != state.session or run_ids[i] != state.run_id:
+                _denormalized(problems, "steps", state, sessions[i], run_ids[i], doc_id, step_id=step_id)
             turn: dict[str, Any] = {"id": step_id}
-            _put(turn, "kind", c["kind"][i])
-            source_text = c["timestamp_source_json"][i]
-            ts = cells.parse(source_text, "timestamp_source_json", doc_id, **key)
-            _check_timestamp(problems, ts, c["timestamp"][i], doc_id, key)
-            _put(turn, "ts", ts)
-            turn["src"] = c["source"][i]
-            turn["msg"] = cells.parse(c["message_json"][i], "message_json", doc_id, **key)
-            _put(turn, "reason", c["reasoning_content"][i])
-            _put(
-                turn,
-                "effort",
-                cells.parse(c["reasoning_effort_json"][i], "reasoning_effort_json", doc_id, **key),
-            )
-            had_calls = c["had_tool_calls"][i]
+            if kinds[i] is not None:
+                turn["kind"] = kinds[i]
+            ts = p_ts[i]
+            if ts is not None or stamps[i] is not None:
+                _check_timestamp(problems, ts, stamps[i], doc_id, {"step_id": step_id})
+            if ts is not None:
+                turn["ts"] = ts
+            turn["src"] = sources[i]
+            turn["msg"] = p_msg[i]
+            if reasons[i] is not None:
+                turn["reason"] = reasons[i]
+            if p_effort[i] is not None:
+                turn["effort"] = p_effort[i]
+            had_calls = had_tool_calls[i]
             if had_calls:
                 turn["tool_calls"] = []
-            observation_text = c["observation_json"][i]
-            if c["had_observation"][i] != (observation_text is not None):
+            observation = p_obs[i]
+            if had_observation[i] != (observation_texts[i] is not None):
                 problems.append(
                     _p(
                         "store.observation_flag",
                         "steps",
                         "had_observation",
-                        f"is {c['had_observation'][i]} but observation_json is "
-                        f"{'null' if observation_text is None else 'set'}",
+                        f"is {had_observation[i]} but observation_json is "
+                        f"{'null' if observation_texts[i] is None else 'set'}",
                         doc_id,
-                        **key,
+                        step_id=step_id,
                     )
                 )
-            observation = cells.parse(observation_text, "observation_json", doc_id, **key)
-            _put(turn, "observation", observation)
-            _put(turn, "metrics", cells.parse(c["metrics_json"][i], "metrics_json", doc_id, **key))
-            _put(turn, "model", c["model_name"][i])
-            _put(turn, "nllm", c["llm_call_count"][i])
-            _put(turn, "copied", c["is_copied_context"][i])
-            _put(turn, "latency_ms", c["latency_ms"][i])
-            _put(turn, "ttft_ms", c["ttft_ms"][i])
-            _put(turn, "extra", cells.parse(c["extra_json"][i], "extra_json", doc_id, **key))
-            _put(turn, "env", cells.parse(c["env_json"][i], "env_json", doc_id, **key))
-            _put(turn, "prompt", cells.parse(c["prompt_json"][i], "prompt_json", doc_id, **key))
-            _put(turn, "finished_at", cells.parse(c["finished_at_json"][i], "finished_at_json", doc_id, **key))
+            for name, values in plain_tail:
+                value = values[i]
+                if value is not None:
+                    turn[name] = value
             # effective_kind depends on the calls: checked once they are attached.
-            state.steps[step_id] = (turn, had_calls, observation, c["effective_kind"][i])
+            state.steps[step_id] = (turn, had_calls, observation, effective[i])
             state.turns.append(turn)
+
+
+def _parsed(c: dict[str, list[Any]], column: str, cells: _Cells, keys: Sequence[str] = ("step_id",)) -> list[Any]:
+    """Every cell of a JSON column parsed, in one pass; a cell that is not JSON is reported (with its row's
+    document and `keys`) and read as NULL."""
+    texts = c[column]
+    loads = orjson.loads
+    try:
+        return [None if text is None else loads(text) for text in texts]
+    except orjson.JSONDecodeError:
+        doc_ids = c["document_id"]
+        return [cells.parse(text, column, doc_ids[i], **{k: c[k][i] for k in keys}) for i, text in enumerate(texts)]
 
 
 def _check_timestamp(problems: list[Problem], ts: Any, stored: int | None, doc_id: str, key: dict[str, Any]) -> None:
@@ -696,6 +794,19 @@ def _check_timestamp(problems: list[Problem], ts: Any, stored: int | None, doc_i
 def _attach_calls(docs: dict[str, _Doc], calls: pa.Table, problems: list[Problem]) -> None:
     cells = _Cells("tool_calls", problems)
     c = _columns(calls)
+    keys = ("step_id", "call_index")
+    sessions, run_ids, tcids, names = c["session_id"], c["run_id"], c["tool_call_id"], c["function_name"]
+    indexes_all, results_texts = c["call_index"], c["results_json"]
+    p_args = _parsed(c, "arguments_json", cells, keys)
+    # The call's fields after `args`, in declaration order: (key, its values).
+    tail = (
+        ("result", _parsed(c, "result_json", cells, keys)),
+        ("duration_ms", c["duration_ms"]),
+        ("extra", _parsed(c, "extra_json", cells, keys)),
+        ("kind", c["kind"]),
+        ("response", _parsed(c, "response_json", cells, keys)),
+    )
+    dumps = orjson.dumps
     keys = list(zip(c["document_id"], c["step_id"], strict=True))
     for (doc_id, step_id), start, end in _iter_groups(keys):
         key = {"step_id": step_id}
@@ -742,20 +853,19 @@ def _attach_calls(docs: dict[str, _Doc], calls: pa.Table, problems: list[Problem
         results = results_by_call(observation)
         out = turn["tool_calls"]
         for i in range(start, end):
-            ckey = {"step_id": step_id, "call_index": c["call_index"][i]}
-            _denormalized(problems, "tool_calls", state, c["session_id"][i], c["run_id"][i], doc_id, **ckey)
-            tcid = c["tool_call_id"][i]
-            call: dict[str, Any] = {
-                "tcid": tcid,
-                "fn": c["function_name"][i],
-                "args": cells.parse(c["arguments_json"][i], "arguments_json", doc_id, **ckey),
-            }
-            _put(call, "result", cells.parse(c["result_json"][i], "result_json", doc_id, **ckey))
-            _put(call, "duration_ms", c["duration_ms"][i])
-            _put(call, "extra", cells.parse(c["extra_json"][i], "extra_json", doc_id, **ckey))
-            _put(call, "kind", c["kind"][i])
-            _put(call, "response", cells.parse(c["response_json"][i], "response_json", doc_id, **ckey))
-            _check_results(problems, c["results_json"][i], results.get(tcid, []), doc_id, ckey)
+            if sessions[i] != state.session or run_ids[i] != state.run_id:
+                ckey = {"step_id": step_id, "call_index": indexes_all[i]}
+                _denormalized(problems, "tool_calls", state, sessions[i], run_ids[i], doc_id, **ckey)
+            tcid = tcids[i]
+            call: dict[str, Any] = {"tcid": tcid, "fn": names[i], "args": p_args[i]}
+            for name, values in tail:
+                value = values[i]
+                if value is not None:
+                    call[name] = value
+            derived = results.get(tcid, [])
+            if results_texts[i] != dumps(derived).decode():  # the same canonical text: the common case
+                ckey = {"step_id": step_id, "call_index": indexes_all[i]}
+                _check_results(problems, results_texts[i], derived, doc_id, ckey)
             out.append(call)
     if problems:
         return  # a turn missing its calls would report a misleading effective_kind

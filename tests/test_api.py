@@ -117,8 +117,11 @@ def test_options_apply_to_one_call():
     assert [p.code for p in caught.value.problems] == ["unknown_fields.limit"]
     dup = b'{"schema_version":"storyline/v1","session":"a","session":"b"}'
     with pytest.raises(mapc.MapcError) as caught:
-        mapc.into_storyline("storyline", dup, options=mapc.Options(reject_duplicate_keys=True))
+        mapc.into_storyline("storyline", dup)  # refused by default
     assert caught.value.problems[0].code == "json.duplicate_key"
+    with pytest.raises(mapc.MapcError) as caught:
+        mapc.into_storyline("storyline", dup, options=mapc.Options(allow_duplicate_keys=True))
+    assert caught.value.problems[0].code != "json.duplicate_key"  # let through, then not a valid Storyline
 
 
 def test_detect_takes_a_path_and_text():
@@ -139,9 +142,10 @@ def test_the_api_presents_itself():
 
 
 def test_import_mapc_stays_cheap():
-    code = "import sys, mapc; print(sorted(m for m in sys.modules if m.startswith('mapc.')))"
+    code = "import sys, mapc; print(sorted(m for m in sys.modules if m.startswith(('mapc.', 'yaml', 'pyarrow'))))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    loaded = set(orjson.loads(out.replace("'", '"')))
+    assert loaded <= {"mapc.engine", "mapc.engine.catalog"}, loaded  # the catalog is named; nothing is loaded
 
 
 def test_the_public_surface_is_mypy_clean(tmp_path):

@@ -12,7 +12,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from mapc.engine import suite
+from mapc.cli import suite
 from mapc.engine.problems import MapcError
 
 ROOT = Path(__file__).resolve().parent.parent

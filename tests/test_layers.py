@@ -25,6 +25,30 @@ def _imports(path: Path) -> set[str]:
 
 
 @pytest.mark.parametrize("path", ENGINE, ids=lambda p: p.name)
+def test_engine_never_imports_the_formats(path: Path):
+    """The formats (`mapc.mappings`) are named once, by the catalog built at the top (api/__init__.py)
+    and installed into engine/catalog.py: no engine module imports them, nor names them in code."""
+    bad = {n for n in _imports(path) if n.startswith("mapc.mappings")}
+    assert not bad, f"{path.name} imports {bad}"
+    named = [s for s in _code_strings_and_names(path) if "mapc.mappings" in s]
+    assert not named, f"{path.name} names the formats' package in code: {named}"
+
+
+def test_the_catalog_is_built_at_the_top():
+    import mapc
+    from mapc.engine import catalog
+
+    assert catalog.installed().specs == "mapc.mappings"
+    assert "mapc.mappings" in (ROOT / "api" / "__init__.py").read_text(encoding="utf-8")
+    assert mapc.__name__ == "mapc"
+
+
+def test_the_conformance_runner_is_not_in_the_engine():
+    assert not (ROOT / "engine" / "suite.py").exists()
+    assert (ROOT / "cli" / "suite.py").exists()
+
+
+@pytest.mark.parametrize("path", ENGINE, ids=lambda p: p.name)
 def test_engine_never_imports_the_cli_or_click(path: Path):
     bad = {n for n in _imports(path) if n.startswith(("mapc.cli", "click", "mapc.store"))}
     assert not bad, f"{path.name} imports {bad}"

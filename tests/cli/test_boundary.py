@@ -154,11 +154,13 @@ def test_root_options_work_before_or_after_the_subcommand(runner, where):
 
 def test_a_flag_after_a_nested_subcommand(runner, tmp_path):
     path = write(tmp_path / "dup.json", b'{"schema_version":"storyline/v1","session":"a","session":"b"}')
-    result = runner.invoke(
-        cli, ["events", "synthesize", str(path), "--to", str(tmp_path / "e"), "--reject-duplicate-keys"]
-    )
+    result = runner.invoke(cli, ["events", "synthesize", str(path), "--to", str(tmp_path / "e")])
     assert result.exit_code == 1
     assert "[json.duplicate_key]" in result.stderr
+    allowed = runner.invoke(
+        cli, ["events", "synthesize", str(path), "--to", str(tmp_path / "e"), "--allow-duplicate-keys"]
+    )
+    assert "[json.duplicate_key]" not in allowed.stderr
 
 
 def test_a_bad_size_is_a_usage_error(runner):
@@ -214,12 +216,12 @@ def test_an_unknown_target_is_a_usage_error_listing_every_format(runner):
 
 
 def test_options_pickle_and_check_their_values():
-    options = Options(max_input_bytes=10, max_unknown_fields=2, reject_duplicate_keys=True)
+    options = Options(max_input_bytes=10, max_unknown_fields=2, allow_duplicate_keys=True)
     assert pickle.loads(pickle.dumps(options)) == options
     with pytest.raises(TypeError, match="max_input_bytes must be a positive int"):
         Options(max_input_bytes=0)
-    with pytest.raises(TypeError, match="reject_duplicate_keys must be a bool"):
-        Options(reject_duplicate_keys="yes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="allow_duplicate_keys must be a bool"):
+        Options(allow_duplicate_keys="yes")  # type: ignore[arg-type]
 
 
 def test_worker_processes_get_the_options_without_the_environment(runner, tmp_path):

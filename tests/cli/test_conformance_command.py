@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from mapc.cli import suite
 from mapc.cli.main import cli
-from mapc.engine import suite
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "conformance"

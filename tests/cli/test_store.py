@@ -13,6 +13,7 @@ import pytest
 
 from mapc.cli.main import cli
 from mapc.engine import codecs, convert
+from mapc.engine.serialize import canonical_storyline
 from mapc.engine.values import json_equal
 
 ATIF = Path(__file__).resolve().parents[1] / "data" / "fixtures" / "atif"
@@ -113,7 +114,12 @@ def test_store_usage_errors(tmp_path, runner, args, message):
 
 
 def test_export_every_document_in_every_format(corpus, runner, tmp_path):
-    originals = [s for p in sorted(ATIF.glob("*.json")) for s in convert.into_storyline("atif", p.read_bytes())]
+    # the store keeps the canonical Storyline (free JSON keys sorted): compare with the canonical originals
+    originals = [
+        canonical_storyline(s)
+        for p in sorted(ATIF.glob("*.json"))
+        for s in convert.into_storyline("atif", p.read_bytes())
+    ]
     for fmt in convert.formats():
         if codecs.lookup(fmt) is not None:
             continue  # a text format of one Storyline per file: test_export_one_document_as_agenticmd
@@ -166,6 +172,26 @@ def test_export_of_a_corrupted_dataset_fails_closed(corpus, runner):
     assert first.startswith(f'{corpus}: steps[document_id="') and first.endswith("[store.turn_ordinal]")
     assert ".turn_ordinal: expected 0..11 each once, found 1, 2, 3" in first
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("fmt", ["storyline", "atif"])
+def test_export_of_an_invalid_rebuilt_document_names_it(corpus, runner, fmt):
+    """Export validates the rebuilt Storylines once (in the conversion); a failure names the document."""
+    path = corpus / "steps.lance"
+    table = lance.dataset(str(path)).to_table()
+    sources = table.column("source").to_pylist()
+    first_doc = table.column("document_id")[0].as_py()
+    sources[0] = ""  # R-SRC: a turn's source must not be empty
+    index = table.schema.get_field_index("source")
+    table = table.set_column(index, table.schema.field(index), pa.array(sources, pa.string()))
+    lance.write_dataset(table, str(path), schema=table.schema, mode="overwrite")
+    (corpus / "CURRENT").unlink()
+    result = runner.invoke(cli, ["export", str(corpus), "--to", fmt])
+    assert result.exit_code == 1 and result.stdout == ""
+    turn = table.column("turn_ordinal")[0].as_py()
+    expected = f'{corpus}: runs[document_id="{first_doc}"]/turns/{turn}/src: the rebuilt Storyline is invalid'
+    assert result.stderr.startswith(expected), result.stderr
+    assert "[store.invalid_document]" in result.stderr
 
 
 def test_export_usage_errors(tmp_path, runner, corpus):

@@ -176,3 +176,24 @@ def test_a_killed_replace_leaves_the_old_data_whole(tmp_path, runner):
     result = runner.invoke(cli, ["store", second, "--to", str(root), "--replace"])
     assert result.exit_code == 0, result.output
     assert export(runner, root) == [story("s2"), story("s1", calls=1, text="again")]
+
+
+def test_many_bad_files_are_summarised_in_input_order(tmp_path, runner):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for i in range(23):
+        write(folder / f"bad{i:02d}.json", {**story(f"s{i}"), "session": ""})
+    for i in range(22):
+        write(folder / f"odd{i:02d}.json", {"hello": i})  # of no known format: skipped with a warning
+    root = tmp_path / "ds"
+    result = runner.invoke(cli, ["store", str(folder), "--to", str(root)])
+    assert result.exit_code == 1 and not root.exists()
+    lines = result.stderr.splitlines()
+    problems = [line for line in lines if not line.startswith("warning: ")]
+    warnings = [line for line in lines if line.startswith("warning: ")]
+    assert [p.split(":")[0] for p in problems[:20]] == [str(folder / f"bad{i:02d}.json") for i in range(20)]
+    assert problems[20:] == ["… and 3 more problems (--json lists them all)"]
+    assert len(warnings) == 21 and warnings[-1] == "warning: … and 2 more files of no known format skipped"
+    result = runner.invoke(cli, ["store", str(folder), "--to", str(root), "--json"])
+    listed = json.loads(result.stderr[result.stderr.index("[") :])
+    assert [p["file"] for p in listed] == [str(folder / f"bad{i:02d}.json") for i in range(23)]

@@ -13,7 +13,7 @@ import yaml
 from mapc.engine import catalog
 from mapc.engine.lint import iter_lint_problems, lint_path
 from mapc.engine.schema import load_schema
-from mapc.engine.spec import CHECK_KINDS, CONDITIONS, _SpecReader, load_spec
+from mapc.engine.spec import BACK_KEYS, CHECK_KINDS, CONDITIONS, DEPRECATED_RULE_KEYS, RULE_KEYS, load_spec
 
 # A small spec that lints clean: every defect test below adds or changes one line.
 BASE = """\
@@ -412,7 +412,9 @@ def test_the_spec_schema_is_a_valid_schema_and_accepts_the_shipped_specs():
 def test_the_spec_schema_grows_with_spec_py():
     """The schema must accept every key engine/spec.py accepts (add new keys to both)."""
     rule_keys = set(SPEC_SCHEMA["$defs"]["rule_keys"]["properties"])
-    assert rule_keys >= _SpecReader._RULE_KEYS, _SpecReader._RULE_KEYS - rule_keys
+    accepted = {*RULE_KEYS, *DEPRECATED_RULE_KEYS}
+    assert rule_keys == accepted, rule_keys ^ accepted
+    assert set(SPEC_SCHEMA["$defs"]["back"]["properties"]) == set(BACK_KEYS)
     assert set(SPEC_SCHEMA["$defs"]["rule"]["properties"]) == rule_keys
     assert set(SPEC_SCHEMA["$defs"]["condition"]["enum"]) == set(CONDITIONS)
     check_keys = set(SPEC_SCHEMA["$defs"]["check"]["properties"])

@@ -1200,7 +1200,8 @@ def test_not_json_is_rejected() -> None:
 def test_foreign_source_travels_in_the_envelope_at_the_root_carrier() -> None:
     story = with_residuals(storyline_doc(), vendor={"/x": 1, "/a~1b": None, "/n": {"k": [1]}})
     doc = reverse([story])
-    assert doc["_storyline"] == {
+    assert "_storyline" not in doc  # issue 15: in ATIF's own extension slot, where Harbor accepts it
+    assert doc["extra"]["_storyline"] == {
         "unknown_fields": {
             "version": 1,
             "by_trajectory": {
@@ -1230,7 +1231,7 @@ def test_foreign_source_of_a_child_uses_the_child_carrier() -> None:
         with_residuals(storyline_doc(session="g", trajectory="g", parent={"psid": "c"}), vendor={"/z": 3}),
     ]
     doc = reverse(stories)
-    by_trajectory = doc["_storyline"]["unknown_fields"]["by_trajectory"]
+    by_trajectory = doc["extra"]["_storyline"]["unknown_fields"]["by_trajectory"]
     assert set(by_trajectory) == {
         "/subagent_trajectories/0",
         "/subagent_trajectories/0/subagent_trajectories/0",
@@ -1245,7 +1246,7 @@ def test_own_source_is_restored_natively_and_never_enveloped() -> None:
     story["unknown_key_counts"]["atif"] = {"/zz": 1, "/steps/*/v": 1}
     doc = reverse([story])
     assert doc["zz"] == 3 and doc["steps"][0]["v"] == [1]
-    assert set(doc["_storyline"]["unknown_fields"]["by_trajectory"][""]["sources"]) == {"vendor"}
+    assert set(doc["extra"]["_storyline"]["unknown_fields"]["by_trajectory"][""]["sources"]) == {"vendor"}
     (again,) = forward(doc)
     assert again["unknown_fields"]["sources"]["vendor"] == story["unknown_fields"]["sources"]["vendor"]
     assert again["unknown_fields"]["sources"]["atif"]["fields"] == {"/zz": 3, "/steps/0/v": [1]}
@@ -1263,9 +1264,42 @@ def test_multi_root_export_with_foreign_fields_writes_one_envelope_per_element()
         with_residuals(storyline_doc(session="b"), vendor={"/y": 2}),
     ]
     out = reverse(stories)
-    assert [list(d["_storyline"]["unknown_fields"]["by_trajectory"]) for d in out] == [[""], [""]]
+    assert [list(d["extra"]["_storyline"]["unknown_fields"]["by_trajectory"]) for d in out] == [[""], [""]]
     again = forward(out)
     assert [s["unknown_fields"] for s in again] == [s["unknown_fields"] for s in stories]
+
+
+def test_envelope_in_extra_beside_the_documents_own_extra() -> None:
+    story = with_residuals(storyline_doc(), vendor={"/x": 1})
+    story["extra"] = {"k": [1]}
+    doc = reverse([story])
+    assert set(doc["extra"]) == {"k", "_storyline"}
+    (again,) = forward(doc)
+    assert again["extra"] == {"k": [1]}
+    assert again["unknown_fields"] == story["unknown_fields"]
+
+
+def test_envelope_at_the_root_when_extra_is_an_empty_object() -> None:
+    # An `extra` left empty by taking the envelope out is dropped on reading: one that was
+    # already empty would then be lost, so the envelope goes to the root place instead.
+    story = with_residuals(storyline_doc(), vendor={"/x": 1})
+    story["extra"] = {}
+    doc = reverse([story])
+    assert doc["extra"] == {} and "_storyline" in doc
+    (again,) = forward(doc)
+    assert again["extra"] == {}
+    assert again["unknown_fields"] == story["unknown_fields"]
+
+
+def test_envelope_is_read_at_the_root_and_in_extra_but_not_both() -> None:
+    story = with_residuals(storyline_doc(), vendor={"/x": 1})
+    doc = reverse([story])
+    old = {k: v for k, v in doc.items() if k != "extra"} | {"_storyline": doc["extra"]["_storyline"]}
+    assert forward(old)[0]["unknown_fields"] == forward(doc)[0]["unknown_fields"] == story["unknown_fields"]
+    both = {**doc, "_storyline": doc["extra"]["_storyline"]}
+    with pytest.raises(MapcError) as info:
+        forward(both)
+    assert info.value.problems[0].code == "envelope.invalid"
 
 
 def test_envelope_is_not_hashed() -> None:

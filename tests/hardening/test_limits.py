@@ -50,19 +50,31 @@ def test_the_limit_must_be_positive(runner: CliRunner) -> None:
     assert result.exit_code == 2
 
 
-def test_duplicate_keys_are_refused_when_asked(runner: CliRunner, tmp_path: Path) -> None:
+def test_duplicate_keys_are_refused_by_default(runner: CliRunner, tmp_path: Path) -> None:
+    """mapc's decision, stricter than the reference: a repeated key is refused (issue 14 §7)."""
     path = tmp_path / "dup.json"
     path.write_bytes(
         b'{"schema_version":"storyline/v1","session":"a","session":"b","agent":{"id":"x","id":"y"},"turns":[]}'
     )
-    assert runner.invoke(cli, ["validate", str(path)]).exit_code == 0  # JSON readers keep the last value
-    result = runner.invoke(cli, ["--reject-duplicate-keys", "validate", str(path)])
-    assert result.exit_code == 1
-    assert problem_lines(result.stderr, str(path)) == [
-        (None, "/session", "json.duplicate_key"),
-        (None, "/agent/id", "json.duplicate_key"),
-    ]
+    expected = [(None, "/session", "json.duplicate_key"), (None, "/agent/id", "json.duplicate_key")]
+    for flags in ([], ["--reject-duplicate-keys"]):  # the old flag is still accepted: it is the default now
+        result = runner.invoke(cli, [*flags, "validate", str(path)])
+        assert result.exit_code == 1
+        assert problem_lines(result.stderr, str(path)) == expected
+    # Knowingly: the last value wins, as in JSON readers.
+    assert runner.invoke(cli, ["--allow-duplicate-keys", "validate", str(path)]).exit_code == 0
     lines = tmp_path / "dup.jsonl"
     lines.write_bytes(b'{"a": 1}\n' + path.read_bytes() + b"\n")
-    result = runner.invoke(cli, ["--reject-duplicate-keys", "validate", str(lines)])
+    result = runner.invoke(cli, ["validate", str(lines)])
     assert ("2", "/session", "json.duplicate_key") in problem_lines(result.stderr, str(lines))
+
+
+def test_a_converted_format_refuses_a_repeated_key_too(runner: CliRunner, tmp_path: Path) -> None:
+    path = tmp_path / "dup.json"
+    data = SUPPORT.read_bytes()
+    path.write_bytes(data.replace(b'"session_id":', b'"session_id": "other", "session_id":', 1))
+    result = runner.invoke(cli, ["convert", str(path), "--from", "atif", "--to", "storyline"])
+    assert result.exit_code == 1
+    assert problem_lines(result.stderr, str(path)) == [(None, "/session_id", "json.duplicate_key")]
+    result = runner.invoke(cli, ["--allow-duplicate-keys", "convert", str(path), "--from", "atif", "--to", "storyline"])
+    assert result.exit_code == 0, result.output

@@ -159,7 +159,7 @@ def test_observation_results_round_trip_and_derive(doc):
 
 @pytest.mark.parametrize(("fmt", "path"), FIXTURE_FILES, ids=[f"{f}/{p.name}" for f, p in FIXTURE_FILES])
 def test_every_shared_fixture_round_trips_exactly(fmt, path):
-    stories = convert.into_storyline(fmt, path.read_bytes())
+    stories = convert.into_storyline(fmt, path.read_bytes(), jsonl=path.suffix in (".jsonl", ".ndjson"))
     assert_exact(stories)
 
 
@@ -335,3 +335,41 @@ def test_split_does_not_change_its_input():
     before = copy.deepcopy(doc)
     rows.split([doc])
     assert orjson.dumps(doc) == orjson.dumps(before)
+
+
+def _cell(value: Any) -> str | None:
+    return None if value is None else orjson.dumps(value).decode()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents_with_results())
+def test_every_json_cell_is_the_dump_of_its_part_of_the_canonical_storyline(doc):
+    """The split reads the turns as they are (orjson sorts the free values' keys, the engine shapes the owned
+    objects); each cell must still be exactly the compact dump of its part of `canonical_storyline(doc)`."""
+    from mapc.engine.serialize import canonical_storyline
+
+    canon = canonical_storyline(doc)
+    tables = rows.split([doc])
+    steps = tables.steps.drop_columns(["timestamp"]).to_pylist()
+    for turn, row in zip(canon["turns"], steps, strict=True):
+        assert row["message_json"] == orjson.dumps(turn["msg"]).decode()
+        for column, key in (
+            ("reasoning_effort_json", "effort"),
+            ("metrics_json", "metrics"),
+            ("observation_json", "observation"),
+            ("extra_json", "extra"),
+            ("env_json", "env"),
+            ("prompt_json", "prompt"),
+            ("timestamp_source_json", "ts"),
+            ("finished_at_json", "finished_at"),
+        ):
+            assert row[column] == _cell(turn.get(key)), column
+    calls = [(t, c) for t in canon["turns"] for c in t.get("tool_calls") or []]
+    for (turn, call), row in zip(calls, tables.tool_calls.to_pylist(), strict=True):
+        assert row["arguments_json"] == orjson.dumps(call["args"]).decode()
+        assert row["result_json"] == _cell(call.get("result"))
+        assert row["extra_json"] == _cell(call.get("extra"))
+        assert row["response_json"] == _cell(call.get("response"))
+        results = rows.results_by_call(turn.get("observation")).get(call["tcid"], [])
+        assert row["results_json"] == orjson.dumps(results).decode()
+    assert tables.runs.to_pylist()[0]["task_json"] == _cell(canon.get("task"))

@@ -1,0 +1,146 @@
+"""The rule kinds (ops) and the tests they share: one definition of each, used by every tool.
+
+A rule takes its value by one op: ``copy`` (`from`: one source), ``first_of`` (the first
+candidate that passes the candidate test), ``const`` (a value) or ``call`` (a registered
+function of `args`).  `OPS` says, per op, how the forward chooses the value (`Op.choose`, the
+semantics `program.Rule` runs and `mapc explain` / `mapc spec coverage` trace) and whether the
+reverse writes the rule's first source back (`Op.consumes`).  codegen.py writes the same choice
+out as Python for speed; tests/engine/test_differential.py runs both over every shipped spec
+and the hypothesis generators and requires the same Storylines value for value.
+
+The condition vocabulary (`when:`), the candidate test of a chain and what makes a rule
+*authoritative* (its source is consumed: an unmapped value becomes a residual) are defined here
+once, as functions and, for generated code, as expression templates of the same meaning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mapc.engine.values import MISSING, is_empty
+
+I64_MIN, I64_MAX = -(2**63), 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """A `when:` condition: its test, and the same test as a Python expression over ``{v}``."""
+
+    test: Callable[[Any], bool]
+    code: str
+
+
+CONDITIONS: dict[str, Condition] = {
+    "nonempty": Condition(
+        lambda v: not is_empty(v), "not ({v} is MISSING or {v} is None or (type({v}) in (str, dict, list) and not {v}))"
+    ),
+    "text": Condition(lambda v: type(v) is str and v != "", '(type({v}) is str and {v} != "")'),  # non-empty
+    "integer": Condition(  # an i64, as Storyline integers
+        lambda v: type(v) is int and I64_MIN <= v <= I64_MAX,
+        f"(type({{v}}) is int and {I64_MIN} <= {{v}} <= {I64_MAX})",
+    ),
+    "number": Condition(lambda v: type(v) in (int, float), "type({v}) in (int, float)"),
+    "string": Condition(lambda v: type(v) is str, "type({v}) is str"),
+    "object": Condition(lambda v: type(v) is dict, "type({v}) is dict"),
+    "array": Condition(lambda v: type(v) is list, "type({v}) is list"),
+    "boolean": Condition(lambda v: type(v) is bool, "type({v}) is bool"),
+}
+CONDITION_NAMES = tuple(CONDITIONS)
+
+# `is_empty` of a value known to be present, as an expression over ``{v}``.
+EMPTY_CODE = "({v} is None or (type({v}) in (str, dict, list) and not {v}))"
+
+
+def condition(name: str | None) -> Callable[[Any], bool] | None:
+    """The test of condition `name` (None: no condition)."""
+    return CONDITIONS[name].test if name else None
+
+
+def condition_code(name: str, var: str) -> str:
+    """Condition `name` as an expression over the variable `var`."""
+    return CONDITIONS[name].code.format(v=var)
+
+
+# --- the candidate test of a chain ----------------------------------------------------------
+
+
+def is_candidate(value: Any, nonempty: bool, test: Callable[[Any], bool] | None) -> bool:
+    """A first_of chain takes `value` (a present value): not empty when the chain skips empty
+    values (`when: nonempty`), and passing the rule's condition."""
+    return not (nonempty and is_empty(value)) and (test is None or test(value))
+
+
+def candidate_code(var: str, nonempty: bool, test_code: str | None) -> str:
+    """`is_candidate` of the present-or-MISSING variable `var`, as an expression."""
+    code = f"{var} is not MISSING"
+    if nonempty:
+        code += " and not " + EMPTY_CODE.format(v=var)
+    if test_code is not None:
+        code += " and " + test_code
+    return code
+
+
+def is_copied(value: Any, keep_null: bool) -> bool:
+    """A copy takes a present value; null only with `keep_null`."""
+    return value is not MISSING and (value is not None or keep_null)
+
+
+# --- what a rule is -------------------------------------------------------------------------
+
+
+def authoritative(spec: Any) -> bool:
+    """A rule whose source the forward consumes, so the reverse writes its first source back and
+    a value it does not map becomes a residual: a copy or a chain that is neither a forward-only
+    promotion (`back: none`) nor a reverse-only row (`forward: none`)."""
+    return OPS[spec.op].consumes and not spec.derived and not spec.reverse_only
+
+
+# --- the ops --------------------------------------------------------------------------------
+
+Choice = tuple[int, Any]  # (index of the source taken, or -1; the value, or MISSING)
+
+
+def _choose_const(rule: Any, frame: Any, ctx: Any) -> Choice:
+    return -1, rule.spec.value
+
+
+def _choose_call(rule: Any, frame: Any, ctx: Any) -> Choice:
+    return -1, rule.convert(*(s.read(frame, ctx) for s in rule.sources))
+
+
+def _choose_copy(rule: Any, frame: Any, ctx: Any) -> Choice:
+    for i, source in enumerate(rule.sources):
+        v = source.read(frame, ctx)
+        if v is MISSING:
+            continue
+        return (i, v) if is_copied(v, rule.spec.keep_null) else (-1, MISSING)
+    return -1, MISSING
+
+
+def _choose_first_of(rule: Any, frame: Any, ctx: Any) -> Choice:
+    nonempty, test = rule.spec.nonempty, rule.condition
+    for i, source in enumerate(rule.sources):
+        v = source.read(frame, ctx)
+        if v is not MISSING and is_candidate(v, nonempty, test):
+            return i, v
+    return -1, MISSING
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One rule kind: how the forward chooses its value, and whether its source is consumed."""
+
+    name: str
+    choose: Callable[[Any, Any, Any], Choice]
+    consumes: bool  # the reverse writes the first source back (unless back: none / forward: none)
+    reads: str  # what the row reads, as `mapc spec table` and the README say it
+
+
+OPS: dict[str, Op] = {
+    "copy": Op("copy", _choose_copy, True, "one source (`from`); null is absent unless keep_null"),
+    "first_of": Op("first_of", _choose_first_of, True, "the first candidate that passes is_candidate"),
+    "const": Op("const", _choose_const, False, "a value (`const`)"),
+    "call": Op("call", _choose_call, False, "a registered function of `args`"),
+}
