@@ -194,8 +194,8 @@ def input_files(paths: Iterable[str], from_fmt: str | None = None) -> list[str]:
     or a directory that holds no such file."""
     files: list[str] = []
     for given in paths:
-        if given == "-" or Path(given).is_file():
-            files.append(given)
+        if given == "-" or (os.path.exists(given) and not Path(given).is_dir()):
+            files.append(given)  # a FIFO or device too: reading it says what it is
             continue
         if not Path(given).is_dir():
             raise PlanError(f"cannot read {given}: no such file or directory", "INPUT")

@@ -57,7 +57,8 @@ def loads(data: bytes | str, *, allow_duplicate_keys: bool | None = None) -> Any
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise MapcError.single("json.invalid", "", f"not valid JSON: {exc}") from None
-    allow = duplicates.allowed() if allow_duplicate_keys is None else allow_duplicate_keys
+    # Options can only let repeated keys through; MAPC_ALLOW_DUPLICATE_KEYS still does for library callers.
+    allow = bool(allow_duplicate_keys) or duplicates.allowed()
     if not allow:
         found = duplicates.problems_of(data, doc)
         if found:
