@@ -13,10 +13,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
-from mapc.engine import catalog, codecs, envelope, pointer, provenance, run, storyline
+from mapc.engine import catalog, codecs, envelope, functions, pointer, provenance, run, storyline
 from mapc.engine.checks import iter_check_problems
 from mapc.engine.compile import Program
 from mapc.engine.limits import Limits
+from mapc.engine.mapped import Rebuilt
 from mapc.engine.options import DEFAULT, Options
 from mapc.engine.prepare import prepare
 from mapc.engine.problems import MapcError, Problem, in_document_order
@@ -250,9 +251,9 @@ def from_storyline(fmt: str, stories: list[dict[str, Any]], *, carry: bool = Tru
     program = program_for(fmt)
     if carry:
         programs = {name: catalog.program(name) for name in catalog.shipped_names()}
-        stories = provenance.carry_home(stories, program.spec.name, programs, _hop_out, _hop_in)
+        stories = provenance.carry_home(stories, program.spec.name, programs, _hop_out, _hop_in, rebuild)
     docs = []
-    for k, rebuilt in enumerate(run.reverse(program, stories)):
+    for k, rebuilt in enumerate(rebuild(program, stories)):
         doc = rebuilt.document
         # The rebuilt document must be one the format accepts (a Storyline may hold values the
         # format cannot say, e.g. an observation that is not {"results": [...]}).
@@ -264,6 +265,20 @@ def from_storyline(fmt: str, stories: list[dict[str, Any]], *, carry: bool = Tru
             raise MapcError(problems)
         docs.append(doc)
     return docs[0] if len(docs) == 1 else docs
+
+
+def rebuild(program: Program, stories: list[dict[str, Any]]) -> list[Rebuilt]:
+    """The documents of `program`'s format for `stories`: the reverse rules, then the spec's
+    `document.finish` function (which may move values into the format's extension slots)."""
+    rebuilt = run.reverse(program, stories)
+    if program.spec.finish is None:
+        return rebuilt
+    fn = functions.lookup(program.spec.finish)
+    if fn is None:
+        raise MapcError.single(
+            "spec.unknown_function", "", f"document.finish names no function {program.spec.finish!r}"
+        )
+    return [Rebuilt(fn.fn(r.document, [m.story for m in r.stories]), r.stories) for r in rebuilt]
 
 
 def _hop_out(fmt: str, stories: list[dict[str, Any]]) -> Any:

@@ -8,8 +8,10 @@ nested documents), never from code here.
 Where the key rides is the spec's `document.envelope` (default `/_storyline`, the document root;
 a format with an extension slot names a place inside it, e.g. `/extra/_storyline`, so the
 format's own validators accept the file).  The writer creates the slot's parent object when it
-is absent and uses the root place when the parent is not a non-empty object (an empty one could
-not be told from one it created); the reader accepts both places and drops a parent left empty.
+is absent (the reader drops a parent it leaves empty); when the parent was an empty object
+already, the envelope notes it (source `_envelope_slot` at carrier "") so the reader keeps it;
+when a node on the way is not an object, the envelope goes to the root place.  The reader
+accepts both places, never both at once.
 """
 
 from __future__ import annotations
@@ -23,6 +25,12 @@ from mapc.engine.values import MISSING, json_equal
 
 KEY = "_storyline"
 VERSION = 1
+# The hub's own source in an envelope: Storyline keys a format has no place for at all (the tree
+# keys, engine/provenance.py), put back on reading where the Storyline has none of its own.
+HUB = "storyline"
+# The envelope's own note, at carrier "": the object that holds it was an empty object before
+# (fields {pointer of that object: {}}), so reading leaves it empty rather than dropping it.
+SLOT = "_envelope_slot"
 _AT = "/" + KEY
 
 
@@ -41,26 +49,34 @@ def take(doc: Any, at: str = _AT) -> tuple[Any, dict[str, dict[str, Any]]]:
         return doc, {}
     if KEY in doc and nested:
         raise MapcError.single("envelope.invalid", at, f"two _storyline envelopes: at {_AT} and at {at}")
-    if nested:
-        env, where = parent[KEY], at
-        rest = _without(doc, tokens)
-    else:
-        env, where = doc[KEY], _AT
-        rest = {k: v for k, v in doc.items() if k != KEY}
+    env, where = (parent[KEY], at) if nested else (doc[KEY], _AT)
     problems = list(_shape_problems(env, where))
     if problems:
         raise MapcError(problems)
-    return rest, env["unknown_fields"]["by_trajectory"]
+    carried = env["unknown_fields"]["by_trajectory"]
+    if not nested:
+        return {k: v for k, v in doc.items() if k != KEY}, carried
+    root = carried.get("", {}).get("sources", {})
+    kept_empty = SLOT in root and pointer.format(tokens[:-1]) in root[SLOT]["fields"]
+    if SLOT in root:
+        carried = _without_slot_note(carried)
+    return _without(doc, tokens, keep_empty=kept_empty), carried
 
 
-def _without(doc: dict[str, Any], tokens: tuple[str, ...]) -> dict[str, Any]:
+def _without_slot_note(carried: dict[str, Any]) -> dict[str, Any]:
+    sources = {k: v for k, v in carried[""]["sources"].items() if k != SLOT}
+    rest = {c: e for c, e in carried.items() if c != ""}
+    return {"": {"sources": sources}, **rest} if sources else rest
+
+
+def _without(doc: dict[str, Any], tokens: tuple[str, ...], keep_empty: bool = False) -> dict[str, Any]:
     """`doc` without the key at `tokens` (copying only the objects on the way), dropping the
-    objects on the way that it leaves empty."""
+    objects on the way that it leaves empty (the writer made them), unless `keep_empty`."""
     head, rest = tokens[0], tokens[1:]
     if not rest:
         return {k: v for k, v in doc.items() if k != head}
-    inner = _without(doc[head], rest)
-    if not inner:
+    inner = _without(doc[head], rest, keep_empty)
+    if not inner and not keep_empty:
         return {k: v for k, v in doc.items() if k != head}
     return {**doc, head: inner}
 
@@ -148,6 +164,12 @@ def attach(carried: dict[str, dict[str, Any]], stories: dict[str, dict[str, Any]
                     )
                 )
                 continue
+            if source == HUB:
+                for ptr, value in body["fields"].items():
+                    key = pointer.parse(ptr)
+                    if len(key) == 1 and key[0] not in story:
+                        story[key[0]] = value
+                continue
             problems.extend(_merge(story, source, body, sat))
     return problems
 
@@ -214,26 +236,33 @@ def write(doc: Any, carriers: Iterable[tuple[str, dict[str, Any]]], own_source: 
     if KEY in doc:
         problems.append(Problem("envelope.exists", _AT, "the document already has a _storyline key"))
         return problems
-    holder, where = _holder(doc, at)
+    holder, where, was_empty = _holder(doc, at)
     if KEY in holder:
         problems.append(Problem("envelope.exists", where, "the document already has a _storyline key"))
-    else:
-        holder[KEY] = value
+        return problems
+    if was_empty is not None:
+        note = {"source_document_id": "", "fields": {was_empty: {}}}
+        by_trajectory.setdefault("", {"sources": {}})["sources"][SLOT] = note
+    holder[KEY] = value
     return problems
 
 
-def _holder(doc: dict[str, Any], at: str) -> tuple[dict[str, Any], str]:
-    """The object that takes the envelope key, and its place: the parent of `at` (made when
-    absent), or the root when that parent is not a non-empty object."""
+def _holder(doc: dict[str, Any], at: str) -> tuple[dict[str, Any], str, str | None]:
+    """The object that takes the envelope key, its place, and the pointer of that object when it
+    was an empty object already (None otherwise): the parent of `at` (made when absent), or the
+    root when a node on the way is not an object."""
     tokens = pointer.parse(at)
     node = doc
+    was_empty = None
     for i, token in enumerate(tokens[:-1]):
         child = node.get(token, MISSING)
         if child is MISSING:
             child = node[token] = {}  # every later token is absent too
-        elif type(child) is not dict or (not child and i == len(tokens) - 2):
-            return doc, _AT
+        elif type(child) is not dict:
+            return doc, _AT, None
         else:
+            if not child and i == len(tokens) - 2:
+                was_empty = pointer.format(tokens[:-1])
             child = node[token] = dict(child)  # the rebuilt document may share it with a Storyline
         node = child
-    return node, at
+    return node, at, was_empty

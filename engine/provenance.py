@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from mapc.engine import pointer, run
+from mapc.engine import envelope, pointer, run
 from mapc.engine.compile import Program
 from mapc.engine.mapped import Rebuilt
 from mapc.engine.problems import MapcError
@@ -28,15 +28,22 @@ from mapc.engine.values import MISSING, json_equal
 
 Export = Callable[[str, list[dict[str, Any]]], Any]
 Import = Callable[[str, bytes], list[dict[str, Any]]]
+Rebuild = Callable[[Program, list[dict[str, Any]]], list[Rebuilt]]
 
 
 def carry_home(
-    stories: list[dict[str, Any]], target: str, programs: dict[str, Program], export: Export, read: Import
+    stories: list[dict[str, Any]],
+    target: str,
+    programs: dict[str, Program],
+    export: Export,
+    read: Import,
+    rebuild: Rebuild = run.reverse,
 ) -> list[dict[str, Any]]:
     """`stories` with the residuals that make a hop through `target` lossless for their own format.
 
     `programs` are the formats that can rebuild a document (by name); `export`/`read` convert
-    Storylines to `target` and back.  Storylines of no such format, or of `target`, are unchanged.
+    Storylines to `target` and back; `rebuild` writes a format's documents from Storylines (as the
+    export does).  Storylines of no such format, or of `target`, are unchanged.
     """
     out = list(stories)
     groups: dict[str, list[int]] = {}
@@ -47,46 +54,109 @@ def carry_home(
     for fmt, indices in groups.items():
         program = programs[fmt]
         try:
-            rebuilt = run.reverse(program, [stories[i] for i in indices])
+            rebuilt = rebuild(program, [stories[i] for i in indices])
         except MapcError:
             continue  # not one of A's documents: nothing to keep for A
         for doc in rebuilt:
-            kept = _lost_in_hop(program, doc, target, export, read)
+            kept, links = _lost_in_hop(program, doc, target, export, read, rebuild)
             owners = {p: _owner(p, [m.carriers for m in doc.stories]) for p in kept}
             for n, m in enumerate(doc.stories):
                 extra = {p: v for p, v in kept.items() if owners[p] in (n, None)}
-                if extra:
+                if extra or links.get(n):
                     at = next(i for i in indices if stories[i] is m.story)
-                    out[at] = _with_residuals(m.story, program, doc.document, extra)
+                    story = _with_residuals(m.story, program, doc.document, extra) if extra else m.story
+                    out[at] = _with_links(story, links.get(n) or {})
     return out
 
 
-def _lost_in_hop(program: Program, doc: Rebuilt, target: str, export: Export, read: Import) -> dict[str, Any]:
-    """Pointers into A's document whose values A → target → A would not give back.
+# The Storyline's own keys that tie a tree together: a format without trees (one document per
+# task, rows grouped by session) loses them, and without them A's tree cannot be rebuilt.
+TREE_KEYS = ("trajectory", "parent", "children")
+
+
+def _lost_in_hop(
+    program: Program, doc: Rebuilt, target: str, export: Export, read: Import, rebuild: Rebuild
+) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
+    """Pointers into A's document whose values A → target → A would not give back; and, by
+    position of the Storyline, the tree keys (`TREE_KEYS`) the hop lost.
 
     When the hop cannot be tried to the end, what it would lose is unknown: A's document is kept
     whole (pointer ""), never nothing."""
+    stories = [m.story for m in doc.stories]
+    links: dict[int, dict[str, Any]] = {}
     try:
-        hop = export(target, [m.story for m in doc.stories])
+        hop = export(target, stories)
     except MapcError:
-        return {}  # the export itself fails, and says why: nothing is written to carry anything for
+        return {}, {}  # the export itself fails, and says why: nothing is written to carry anything for
     whole = {"": doc.document}
     data = hop.encode() if isinstance(hop, str) else _json_bytes(hop)
     if data is None:  # not JSON (only a Python caller hands such values over)
-        return whole
+        return whole, {}
     try:
         back = read(target, data)
+        if len(stories) > 1 and len(back) == len(stories):
+            links = _lost_links(stories, back)
+            back = [_with_tree(b, links.get(n) or {}) for n, b in enumerate(back)]
         try:
-            again = run.reverse(program, back)
+            again = rebuild(program, back)
         except MapcError:
             # A's own residuals may not fit what B gave back (a residual inside a message B
             # dropped): diff against what B alone gives, so the kept values hold all of it.
-            again = run.reverse(program, [_without_source(s, program.spec.source) for s in back])
+            again = rebuild(program, [_without_source(s, program.spec.source) for s in back])
     except MapcError:
-        return whole  # B's document does not read back as A's: keep all of A's
+        return whole, {}  # B's document does not read back as A's: keep all of A's
     if len(again) != 1:
-        return whole
-    return dict(diff(doc.document, again[0].document, ""))
+        return whole, links
+    kept = dict(diff(doc.document, again[0].document, ""))
+    # Carrying residuals of A may change how A's document is written (a format's `finish` leaves
+    # a document with A's own residuals as it is): diff again as the way back will see it.
+    for _ in range(3):
+        if not kept or len(back) != len(stories):
+            break
+        carriers = [m.carriers for m in doc.stories]
+        owners = {p: _owner(p, carriers) for p in kept}
+        marked = [
+            _with_residuals(b, program, doc.document, {p: v for p, v in kept.items() if owners[p] in (n, None)})
+            for n, b in enumerate(back)
+        ]
+        try:
+            again = rebuild(program, marked)
+        except MapcError:
+            break
+        if len(again) != 1:
+            break
+        more = dict(diff(doc.document, again[0].document, ""))
+        if not more:
+            break
+        kept = {p: v for p, v in kept.items() if not any(p == q or p.startswith(q + "/") for q in more)} | more
+    return kept, links
+
+
+def _lost_links(stories: list[dict[str, Any]], back: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Per Storyline (matched by position), the tree keys it has and the hop's reading lacks."""
+    out: dict[int, dict[str, Any]] = {}
+    for n, (story, again) in enumerate(zip(stories, back, strict=True)):
+        lost = {f"/{k}": story[k] for k in TREE_KEYS if k in story and k not in again}
+        if lost:
+            out[n] = lost
+    return out
+
+
+def _with_tree(story: dict[str, Any], links: dict[str, Any]) -> dict[str, Any]:
+    """`story` with the carried tree keys put back where it has none (envelope.HUB's fields)."""
+    missing = {p[1:]: v for p, v in links.items() if p[1:] not in story}
+    return {**story, **missing} if missing else story
+
+
+def _with_links(story: dict[str, Any], links: dict[str, Any]) -> dict[str, Any]:
+    """`story` carrying `links` as fields of the hub's own source, for the target's envelope."""
+    if not links:
+        return story
+    uf = dict(story.get("unknown_fields") or {})
+    sources = dict(uf.get("sources") or {})
+    sources[envelope.HUB] = {"source_document_id": story.get("trajectory") or story["session"], "fields": links}
+    uf["sources"] = sources
+    return {**story, "unknown_fields": uf}
 
 
 def _json_bytes(value: Any) -> bytes | None:

@@ -277,6 +277,7 @@ class Spec:
     fold: Any = ()  # elements folded into the one before them (engine/fold.py), parsed
     deprecated: tuple[str, ...] = ()  # old-vocabulary keys, as ``rules[3].reverse_default`` (see upgrade.py)
     envelope: str = "/_storyline"  # where a document's `_storyline` envelope rides (engine/envelope.py)
+    finish: str | None = None  # a registered (document, Storylines) → document run on every export
 
 
 # --- YAML with locations -------------------------------------------------------------------
@@ -488,6 +489,10 @@ class _SpecReader:
         if not (isinstance(envelope_at, str) and envelope_at.endswith("/_storyline") and pointer.is_valid(envelope_at)):
             self.fail("`document.envelope` is a JSON Pointer ending in /_storyline", "document", "envelope")
             envelope_at = "/_storyline"
+        finish = document.get("finish")
+        if finish is not None and not isinstance(finish, str):
+            self.fail("`document.finish` is the name of a registered function", "document", "finish")
+            finish = None
         arrays = [self.array(src, dst) for src, dst in (data.get("arrays") or {}).items()]
         objects = []
         for ptr, keys in (data.get("objects") or {}).items():
@@ -518,6 +523,7 @@ class _SpecReader:
             aliases=tuple(str(a) for a in data.get("aliases") or ()),
             rows=rows,
             envelope=envelope_at,
+            finish=finish,
             at=self.loc.at(),
             deprecated=tuple(self.deprecated),
         )

@@ -524,3 +524,222 @@ def problems(doc: Any) -> list[Problem]:
 def is_known_version(version: Any) -> bool:
     """True for a `schema_version` Harbor 0.26 defines (ATIF-v1.0 … ATIF-v1.8)."""
     return version in VERSIONS
+
+
+# --- writing: what Harbor forbids goes to ATIF's extension slots -----------------------------------
+
+TRAJECTORY_KEYS = (
+    "schema_version",
+    "session_id",
+    "trajectory_id",
+    "agent",
+    "steps",
+    "notes",
+    "final_metrics",
+    "continued_trajectory_ref",
+    "extra",
+    "subagent_trajectories",
+)
+AGENT_KEYS = ("name", "version", "model_name", "tool_definitions", "extra")
+STEP_KEYS = (
+    "step_id",
+    "timestamp",
+    "source",
+    "model_name",
+    "reasoning_effort",
+    "message",
+    "reasoning_content",
+    "tool_calls",
+    "observation",
+    "metrics",
+    "is_copied_context",
+    "llm_call_count",
+    "extra",
+)
+TOOL_CALL_KEYS = ("tool_call_id", "function_name", "arguments", "extra")
+RESULT_KEYS = ("source_call_id", "content", "subagent_trajectory_ref", "extra")
+METRICS_KEYS = (
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "cost_usd",
+    "prompt_token_ids",
+    "completion_token_ids",
+    "logprobs",
+    "extra",
+)
+FINAL_METRICS_KEYS = (
+    "total_prompt_tokens",
+    "total_completion_tokens",
+    "total_cached_tokens",
+    "total_cost_usd",
+    "total_steps",
+    "extra",
+)
+
+
+def _fits(check: Callable[[_Errors, Path, Any], Any], value: Any) -> bool:
+    e = _Errors()
+    check(e, (), value)
+    return not e.count
+
+
+def _slot(obj: dict[str, Any], keys: list[str], into: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`obj` with `keys` moved into its `extra` (or into `into`'s), unless `extra` cannot take them."""
+    if not keys:
+        return obj
+    holder = obj if into is None else into
+    extra = holder.get("extra")
+    if extra is None:
+        extra = {}
+    if type(extra) is not dict:
+        return obj
+    moved = {k: obj[k] for k in keys if k not in extra}
+    if not moved:
+        return obj
+    out = {k: v for k, v in obj.items() if k not in moved}
+    if into is None:
+        out["extra"] = {**extra, **moved}
+    else:
+        into["extra"] = {**extra, **moved}
+    return out
+
+
+def _closed(obj: dict[str, Any], known: tuple[str, ...], fields: list[Field]) -> dict[str, Any]:
+    """Unknown keys, and known ones whose values Harbor refuses, into `extra`."""
+    bad = [k for k in obj if k not in known]
+    for name, _required, check in fields:
+        if name in obj and name != "extra" and not _fits(check, obj[name]):
+            bad.append(name)
+    return _slot(obj, bad)
+
+
+_METRIC_FIELDS: list[Field] = [
+    (k, False, _optional(_kind("int"))) for k in ("prompt_tokens", "completion_tokens", "cached_tokens")
+] + [
+    ("cost_usd", False, _optional(_kind("float"))),
+    ("prompt_token_ids", False, _optional(_list_of(_kind("int")))),
+    ("completion_token_ids", False, _optional(_list_of(_kind("int")))),
+    ("logprobs", False, _optional(_list_of(_kind("float")))),
+]
+_FINAL_FIELDS: list[Field] = [
+    (k, False, _optional(_kind("int")))
+    for k in ("total_prompt_tokens", "total_completion_tokens", "total_cached_tokens")
+] + [("total_cost_usd", False, _optional(_kind("float"))), ("total_steps", False, _optional(_kind("int", ge=0)))]
+
+
+def _step_slots(step: Any) -> Any:
+    if type(step) is not dict:
+        return step
+    step = dict(step)
+    moved: list[str] = [k for k in step if k not in STEP_KEYS]
+    for name, check in (
+        ("timestamp", _optional(_timestamp)),
+        ("message", _content(nullable=False)),
+        ("model_name", _optional(_kind("str"))),
+        ("reasoning_effort", _effort),
+        ("reasoning_content", _optional(_kind("str"))),
+        ("is_copied_context", _optional(_kind("bool"))),
+        ("llm_call_count", _optional(_kind("int", ge=0))),
+    ):
+        if name in step and not _fits(check, step[name]):
+            moved.append(name)
+    if step.get("source") != "agent":
+        moved += [k for k in _AGENT_ONLY if step.get(k) is not None]
+    elif step.get("llm_call_count") == 0 and "llm_call_count" not in moved:
+        moved += [k for k in ("metrics", "reasoning_content") if step.get(k) is not None]
+    if "metrics" not in moved and step.get("metrics") is not None:
+        if type(step["metrics"]) is dict:
+            step["metrics"] = _closed(step["metrics"], METRICS_KEYS, _METRIC_FIELDS)
+        else:
+            moved.append("metrics")
+    ids: set[str] = set()
+    if "tool_calls" not in moved and type(step.get("tool_calls")) is list:
+        step["tool_calls"] = [_call_slots(c) for c in step["tool_calls"]]
+        ids = {c["tool_call_id"] for c in step["tool_calls"] if type(c) is dict and type(c.get("tool_call_id")) is str}
+    obs = step.get("observation")
+    if type(obs) is dict and type(obs.get("results")) is list:
+        step["observation"] = {**obs, "results": [_result_slots(r, ids) for r in obs["results"]]}
+    step = _slot(step, list(dict.fromkeys(moved)))
+    if "message" not in step and "message" in (step.get("extra") or {}):
+        step = {**step, "message": ""}  # required: the value Harbor refuses is in the step's extra
+    if type(step.get("observation")) is dict and set(step["observation"]) - {"results"}:
+        obs = step["observation"]
+        extra = step.get("extra") or {}
+        if type(extra) is dict and "observation" not in extra:
+            step = {**step, "observation": {"results": obs.get("results")}}
+            step["extra"] = {**extra, "observation": {k: v for k, v in obs.items() if k != "results"}}
+    return step
+
+
+def _call_slots(call: Any) -> Any:
+    if type(call) is not dict:
+        return call
+    moved = [k for k in call if k not in TOOL_CALL_KEYS]
+    call = _slot(call, moved)
+    if "arguments" in call and type(call["arguments"]) is not dict:
+        extra = call.get("extra")
+        if extra is None or (type(extra) is dict and "arguments" not in extra):
+            call = {**call, "arguments": {}, "extra": {**(extra or {}), "arguments": call["arguments"]}}
+    return call
+
+
+def _result_slots(result: Any, ids: set[str]) -> Any:
+    if type(result) is not dict:
+        return result
+    moved = [k for k in result if k not in RESULT_KEYS]
+    ref = result.get("source_call_id")
+    if ref is not None and (type(ref) is not str or ref not in ids):
+        moved.append("source_call_id")
+    if "content" in result and not _fits(_content(nullable=True), result["content"]):
+        moved.append("content")
+    if "subagent_trajectory_ref" in result and not _fits(_optional(_list_of(_ref)), result["subagent_trajectory_ref"]):
+        moved.append("subagent_trajectory_ref")
+    return _slot(result, moved)
+
+
+def _trajectory_slots(doc: Any) -> Any:
+    if type(doc) is not dict:
+        return doc
+    doc = dict(doc)
+    moved = [k for k in doc if k not in TRAJECTORY_KEYS]
+    for name in ("notes", "continued_trajectory_ref", "session_id", "trajectory_id"):
+        if doc.get(name) is not None and type(doc[name]) is not str:
+            moved.append(name)
+    if type(doc.get("agent")) is dict:
+        agent = _slot(doc["agent"], [k for k in doc["agent"] if k not in AGENT_KEYS])
+        if agent.get("tool_definitions") is not None and not _fits(_list_of(_dict), agent["tool_definitions"]):
+            agent = _slot(agent, ["tool_definitions"])
+        doc["agent"] = agent
+    if type(doc.get("final_metrics")) is dict:
+        doc["final_metrics"] = _closed(doc["final_metrics"], FINAL_METRICS_KEYS, _FINAL_FIELDS)
+    elif doc.get("final_metrics") is not None:
+        moved.append("final_metrics")
+    if type(doc.get("steps")) is list:
+        doc["steps"] = [_step_slots(s) for s in doc["steps"]]
+    if type(doc.get("subagent_trajectories")) is list:
+        doc["subagent_trajectories"] = [_trajectory_slots(c) for c in doc["subagent_trajectories"]]
+    return _slot(doc, moved)
+
+
+def extension_slots(doc: Any, stories: list[dict[str, Any]]) -> Any:
+    """`doc` (written from `stories`) with every value Harbor's models forbid moved into the ATIF
+    extension slot (`extra`) of its object: unknown keys, values of the wrong type, agent-only
+    fields of other steps, a `source_call_id` naming no call of its step; non-object `arguments`
+    become `{}` with the value in the call's `extra`, a message Harbor refuses (null, an
+    object, parts it does not know) becomes `""` with the value in the step's `extra`.  Step ids
+    are the Storyline's turn ids: ids that are not 1, 2, 3… stay (Harbor refuses them; issue 15).
+
+    Nothing is done for Storylines read from ATIF (or carrying ATIF's own residuals): their
+    document is given back exactly as it was (issue 15: exactness wins over Harbor validity);
+    nor for Storylines of no format (no `origin`), which get REFERENCE §1.4's export as it is.
+    A value moved here is not lost: the hop law (engine/provenance.py) carries it for the source
+    format's way back.
+    """
+    for story in stories:
+        origin = (story.get("origin") or {}).get("format")
+        if origin in (None, "atif", "storyline"):
+            return doc  # read from ATIF, or a Storyline of no format: REFERENCE §1.4's export
+        if "atif" in ((story.get("unknown_fields") or {}).get("sources") or {}):
+            return doc
+    return _trajectory_slots(doc)

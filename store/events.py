@@ -7,7 +7,9 @@ Three jobs live here:
   call; `read_records` reads them back in physical append order, failing closed when a row's
   columns disagree with its ``payload_json``, and lets the physical ``session_id`` / ``agent_id``
   columns override the producer's claim (item 8).
-- **Projection** events → Storyline (`project`, `project_records`), by the §1.2 rules.
+- **Projection** events → Storyline (`project`, `project_records`), by the §1.2 rules; the bodies of
+  a wire protocol that ``mappings/wire/`` has a table for are re-parsed by `mapc.store.wire`
+  (tool calls, results, usage, history once), other bodies by the summary fields, marked degraded.
 - **Synthesis** Storyline → events (`synthesize`): the degraded direction.
 
 Why this is code and not a mapping spec in ``mappings/``: a spec maps one document's pointers to
@@ -24,6 +26,7 @@ from __future__ import annotations
 import fcntl
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -34,6 +37,7 @@ from mapc.engine.problems import MapcError, Problem
 from mapc.engine.rules import SCHEMA_VERSION
 from mapc.engine.timestamp import TimestampError, format_rfc3339, parse_rfc3339, timestamp_ns
 from mapc.engine.views import effective_kind
+from mapc.store import wire
 
 I64_MAX: Final = 2**63 - 1
 NS_PER_MS: Final = 1_000_000
@@ -92,7 +96,11 @@ def _event_schema() -> Any:
 
 
 def _q(value: Any) -> str:
-    return orjson.dumps(value).decode()
+    """`value` quoted as JSON for a message; what JSON cannot hold (an int past 64 bits) as Python writes it."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return repr(value)
 
 
 def record_problems(record: Any) -> list[Problem]:
@@ -209,7 +217,13 @@ def event_ms(record: dict[str, Any]) -> int | None:
 
 def parse_jsonl(data: bytes) -> list[dict[str, Any]]:
     """EventRecords of a JSONL file (debug/test input only, E-7), each checked; line-located errors."""
+    return parse_jsonl_lines(data)[0]
+
+
+def parse_jsonl_lines(data: bytes) -> tuple[list[dict[str, Any]], list[int]]:
+    """`parse_jsonl`, with the line number of each record (for `admit`'s conflict reports)."""
     records: list[dict[str, Any]] = []
+    numbers: list[int] = []
     problems: list[Problem] = []
     for n, line in enumerate(data.splitlines(), start=1):
         if not line.strip():
@@ -223,11 +237,12 @@ def parse_jsonl(data: bytes) -> list[dict[str, Any]]:
         problems.extend(p.on_line(n) for p in found)
         if not found:
             records.append(record)
+            numbers.append(n)
     if problems:
         raise MapcError(problems)
     if not records:
         raise MapcError.single("input.empty", "", "the file holds no records; it cannot be empty")
-    return records
+    return records, numbers
 
 
 # --- rows -------------------------------------------------------------------------------------------
@@ -283,22 +298,97 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def append(path: Path, records: list[dict[str, Any]]) -> int:
-    """Append `records` (each checked first) to ``events.lance`` at `path`: one Lance commit.
+@dataclass(frozen=True)
+class Appended:
+    """What one `admit` did: the table version after it, and how many records it wrote or skipped."""
 
-    Append-only: rows are never rewritten, and ``seq`` is kept as the producer gave it (E-2: not
-    unique, not re-sorted).  Returns the new table version.
+    version: int
+    appended: int
+    skipped: int
+
+
+def _canonical(record: Any) -> bytes:
+    """A record's bytes with keys sorted: two records are "the same" when these are equal."""
+    return orjson.dumps(record, option=orjson.OPT_SORT_KEYS)
+
+
+def _stored_ids(path: Path) -> dict[str, bytes]:
+    """``event_id`` → canonical record of every stored row that has an ``event_id``."""
+    import lance
+
+    if not (path / "_versions").is_dir():
+        return {}
+    table = lance.dataset(str(path)).to_table(columns=["event_id", "payload_json"], filter="event_id IS NOT NULL")
+    out: dict[str, bytes] = {}
+    ids, texts = table.column("event_id").to_pylist(), table.column("payload_json").to_pylist()
+    for event_id, text in zip(ids, texts, strict=True):
+        try:
+            out.setdefault(event_id, _canonical(orjson.loads(text)))
+        except orjson.JSONDecodeError:
+            out.setdefault(event_id, b"")  # an unreadable row still owns its id: a new record conflicts
+    return out
+
+
+def admit(path: Path, records: list[dict[str, Any]], *, lines: list[int] | None = None) -> Appended:
+    """Append `records` to ``events.lance`` at `path` idempotently (RFC-0002: delivery is at-least-once).
+
+    Each record is checked first.  A record whose ``event_id`` is already stored (or earlier in
+    this batch) with the same content is skipped and counted; the same ``event_id`` with other
+    content is an ``events.event_id_conflict`` at ``/event_id`` and nothing is written.  Records
+    without ``event_id`` (legacy writers) are appended as they are.  `lines` (one per record)
+    locates problems on a JSONL input's lines; without it they are located by ``/index``.
+    Rows are never rewritten and ``seq`` is kept as given (E-2).  One Lance commit, or none when
+    every record was skipped.
     """
     import lance
 
-    problems = [p.within(f"/{i}") for i, r in enumerate(records) for p in record_problems(r)]
+    def locate(i: int, problem: Problem) -> Problem:
+        return problem.on_line(lines[i]) if lines is not None else problem.within(f"/{i}")
+
+    problems = [locate(i, p) for i, r in enumerate(records) for p in record_problems(r)]
     if problems:
         raise MapcError(problems)
-    table = to_table(records)
     with _locked(path):
+        seen = _stored_ids(path)
+        fresh: list[dict[str, Any]] = []
+        skipped = 0
+        for i, record in enumerate(records):
+            event_id = record.get("event_id")
+            if type(event_id) is not str:
+                fresh.append(record)
+                continue
+            mine = _canonical(record)
+            stored = seen.get(event_id)
+            if stored is None:
+                seen[event_id] = mine
+                fresh.append(record)
+            elif stored == mine:
+                skipped += 1
+            else:
+                problems.append(
+                    locate(
+                        i,
+                        Problem(
+                            "events.event_id_conflict",
+                            "/event_id",
+                            f"event_id {_q(event_id)} is already stored with a different record; "
+                            "a retry must repeat the record exactly",
+                        ),
+                    )
+                )
+        if problems:
+            raise MapcError(problems)
         exists = (path / "_versions").is_dir()
+        if not fresh:
+            return Appended(lance.dataset(str(path)).version, 0, skipped)
+        table = to_table(fresh)
         ds = lance.write_dataset(table, str(path), schema=table.schema, mode="append" if exists else "create")
-    return ds.version
+    return Appended(ds.version, len(fresh), skipped)
+
+
+def append(path: Path, records: list[dict[str, Any]]) -> int:
+    """`admit` `records` to ``events.lance`` at `path`; returns the table version after it."""
+    return admit(path, records).version
 
 
 def read_records(path: Path, *, skipped: list[Problem] | None = None) -> list[dict[str, Any]]:
@@ -376,6 +466,23 @@ def read_records(path: Path, *, skipped: list[Problem] | None = None) -> list[di
 
 
 # --- projection: events → Storyline -----------------------------------------------------------------
+
+
+def distinct(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`records` without exact repeats (the first copy kept): at-least-once delivery by a legacy
+    writer, which gives no ``event_id`` to skip them by at append, stores a retry twice."""
+    seen: set[bytes] = set()
+    out = []
+    for record in records:
+        try:
+            key = _canonical(record)
+        except TypeError:  # not JSON (a caller's own record): nothing to compare it by, so kept
+            out.append(record)
+            continue
+        if key not in seen:
+            seen.add(key)
+            out.append(record)
+    return out
 
 
 def storyline_key(record: dict[str, Any]) -> str | None:
@@ -555,7 +662,7 @@ def _model_of(payload: dict[str, Any]) -> str | None:
     return None
 
 
-def project_records(records: list[dict[str, Any]]) -> dict[str, Any]:
+def project_records(records: list[dict[str, Any]], *, notes: list[Problem] | None = None) -> dict[str, Any]:
     """One Storyline from append-ordered records (§1.2 projection), validated.
 
     - ``session`` = the last non-empty of (``session_id`` → ``storyline_id`` → ``run_id``) in
@@ -577,6 +684,7 @@ def project_records(records: list[dict[str, Any]]) -> dict[str, Any]:
     """
     if not records:
         raise MapcError.single("events.empty", "", "no event to project")
+    records = distinct(records)
     for record in records:
         _event_time(record)  # timestamp agreement (item 9) before anything else
     session = None
@@ -601,8 +709,22 @@ def project_records(records: list[dict[str, Any]]) -> dict[str, Any]:
             orphans.append(record)
 
     turns: list[dict[str, Any]] = []
+    conversation: wire.Conversation | None = None
     for call_id, group in groups.items():
-        turns.extend(_call_turns(call_id, group))
+        table = wire.recognise([record["payload"] for record in group])
+        if table is None:  # no protocol table reads these bodies: the summary fields, marked degraded
+            for turn in _call_turns(call_id, group):
+                turn["extra"]["degraded"] = True
+                turns.append(turn)
+            continue
+        if conversation is None or conversation.table is not table:
+            conversation = wire.Conversation(table)
+        before = len(conversation.problems)
+        call = _wire_call(call_id, group, table)
+        call.where = f"events[session={_q(session)}, call_id={_q(call_id)}]"
+        turns.extend(conversation.add_call(call))
+        if notes is not None:
+            notes.extend(conversation.problems[before:])
     for record in orphans:
         kind = record["kind"]
         if kind.startswith("session.") or kind == "note":
@@ -708,6 +830,32 @@ def _call_turns(call_id: str, group: list[dict[str, Any]]) -> list[dict[str, Any
     return turns
 
 
+def _wire_call(call_id: str, group: list[dict[str, Any]], table: wire.Table) -> wire.Call:
+    """The last request and last response of one call, with their seq, time and timing."""
+    call = wire.Call(call_id, None, None)
+    req_ms = resp_ms = None
+    for record in group:
+        kind = record["kind"]
+        payload = record["payload"] if type(record["payload"]) is dict else {}
+        ts, ms = _event_time(record)
+        if kind in REQUEST_KINDS:
+            call.request_body, call.request_seq, call.request_ts = wire.request_body(payload), record["seq"], ts
+            req_ms = ms
+        elif kind in RESPONSE_KINDS:
+            call.response_body = wire.response_body(payload, table)
+            call.response_seq, call.response_ts, resp_ms = record["seq"], ts, ms
+            call.status = _http(payload).get("status", payload.get("status"))
+            call.ttft_ms = _first_int(_int_at(payload, "ttft_ms"), _int_at(payload, "timing", "ttft_ms"))
+            call.latency_ms = _first_int(_int_at(payload, "latency_ms"), _int_at(payload, "timing", "duration_ms"))
+    if call.latency_ms is None and req_ms is not None and resp_ms is not None:
+        call.latency_ms = resp_ms - req_ms
+    return call
+
+
+def _first_int(*values: int | None) -> int | None:
+    return next((v for v in values if v is not None), None)
+
+
 def _extra(call_id: str, seq: int | None) -> dict[str, Any]:
     extra: dict[str, Any] = {"call_id": call_id}
     if seq is not None:
@@ -721,14 +869,19 @@ def _put(obj: dict[str, Any], key: str, value: Any) -> None:
 
 
 def project(
-    records: list[dict[str, Any]], *, session: str | None = None, skipped: list[Problem] | None = None
+    records: list[dict[str, Any]],
+    *,
+    session: str | None = None,
+    skipped: list[Problem] | None = None,
+    notes: list[Problem] | None = None,
 ) -> list[dict[str, Any]]:
     """One Storyline per ``storyline_key`` (in order of first appearance), or only `session`'s.
 
     A record with no ``session_id``, ``storyline_id`` or ``run_id`` cannot be placed: error.
     With `skipped` the projection is total: a record that `record_problems` refuses or that
     belongs to no Storyline, and a session whose projection fails, are reported there and left
-    out; only "nothing left to project" is still an error.
+    out; only "nothing left to project" is still an error.  `notes` receives what was projected
+    but should be looked at: ``events.history_fork``, a request whose history contradicts earlier ones.
     """
     groups: dict[str, list[dict[str, Any]]] = {}
     for i, record in enumerate(records):
@@ -757,11 +910,11 @@ def project(
         what = "no event" if session is None else f"no event of session {_q(session)}"
         raise MapcError.single("events.not_found", "", f"{what} to project")
     if skipped is None:
-        return [project_records(group) for group in groups.values()]
+        return [project_records(group, notes=notes) for group in groups.values()]
     out = []
     for key, group in groups.items():
         try:
-            out.append(project_records(group))
+            out.append(project_records(group, notes=notes))
         except MapcError as exc:
             skipped.extend(p.within(f"events[session={_q(key)}]") for p in exc.problems)
         except RecursionError:  # record_problems bounds the depth; this guards a caller's own records

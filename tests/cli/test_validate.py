@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES
+from conftest import FIXTURES, problem_lines
 
 from mapc.cli.main import cli
 from mapc.engine.convert import into_storyline
@@ -193,3 +193,36 @@ def test_unreadable_file_is_a_usage_error_before_any_report(runner: CliRunner, t
 
 def test_no_file_is_a_usage_error(runner: CliRunner) -> None:
     assert runner.invoke(cli, ["validate"]).exit_code == 2
+
+
+# --- issue 15: --strict is Harbor's rules; the default level warns of an unknown ATIF version ----
+
+
+def test_validate_strict_is_harbors_rules(runner, tmp_path) -> None:
+    from mapc.cli.main import cli
+
+    ok = FIXTURES / "atif" / "claude-code-harbor.json"
+    extended = FIXTURES / "atif" / "support-ticket.json"  # tool_calls[].result: kept by mapc, forbidden by Harbor
+    assert runner.invoke(cli, ["validate", "--format", "atif", str(extended)]).exit_code == 0
+    result = runner.invoke(cli, ["validate", "--format", "atif", "--strict", str(ok), str(extended)])
+    assert result.exit_code == 1
+    assert problem_lines(result.stderr, str(extended)) == [
+        (None, "/steps/1/tool_calls/0/result", "harbor.extra_forbidden")
+    ]
+
+
+def test_unknown_atif_version_is_a_warning_by_default_and_an_error_under_strict(runner, tmp_path) -> None:
+    import orjson
+
+    from mapc.cli.main import cli
+
+    doc = orjson.loads((FIXTURES / "atif" / "claude-code-harbor.json").read_bytes())
+    doc["schema_version"] = "ATIF-v2.0"
+    path = tmp_path / "t.json"
+    path.write_bytes(orjson.dumps(doc))
+    result = runner.invoke(cli, ["validate", "--format", "atif", str(path)])
+    assert result.exit_code == 0
+    assert "atif.unknown_version" in result.stderr and result.stderr.startswith(f"warning: {path}: /schema_version")
+    strict = runner.invoke(cli, ["validate", "--format", "atif", "--strict", str(path)])
+    assert strict.exit_code == 1
+    assert problem_lines(strict.stderr, str(path)) == [(None, "/schema_version", "harbor.literal")]

@@ -160,3 +160,16 @@ def test_mapc_spec_upgrade_rewrites_the_file(tmp_path: Path):
 
 def test_back_keys_are_the_schema_s():
     assert set(BACK_KEYS) == {"default", "when", "or", "or_foreign", "call", "args", "to", "home"}
+
+
+def test_lint_locates_a_broken_back_block_in_a_shipped_spec():
+    from mapc.engine.lint import lint_path
+
+    text = (ROOT / "mappings" / "atif.yaml").read_text(encoding="utf-8")
+    assert "back: {call: rfc3339_text}" in text
+    broken = text.replace("back: {call: rfc3339_text}", "back: {call: no_such_function}")
+    line = next(i for i, row in enumerate(broken.splitlines(), 1) if "no_such_function" in row)
+    problems = lint_path("atif.yaml", broken)
+    found = [p for p in problems if "no_such_function" in p.message]
+    assert found and all(p.spec_at.line == line for p in found), [(p.code, p.spec_at) for p in problems]
+    assert lint_path("atif.yaml", text) == []

@@ -16,7 +16,7 @@ its models define (`harbor/models/trajectories/`, ATIF v1.0–v1.8):
 - `extra` objects (free JSON, hostile keys) at the root, agent, step, tool call, result, metrics.
 
 Documents are also inside mapc's own reject rules (a non-empty root identity, non-empty unique ids,
-RFC 3339 timestamps), so every drawn document converts.
+RFC 3339 timestamps), so every drawn document with a `schema_version` converts.
 """
 
 from __future__ import annotations
@@ -217,9 +217,11 @@ _SOURCE = st.sampled_from(["user", "agent", "agent", "system"])
 _SUFFIX = st.sampled_from(["", "", "/x", "~y", " é"])
 
 
-def _trajectory(draw: st.DrawFn, ids: _Ids, depth: int, top: bool, session: str | None) -> dict[str, Any]:
+def _trajectory(
+    draw: st.DrawFn, ids: _Ids, depth: int, top: bool, session: str | None, versioned: bool
+) -> dict[str, Any]:
     doc: dict[str, Any] = {}
-    if draw(st.integers(0, 5)):
+    if draw(st.integers(0, 5)) or versioned:
         doc["schema_version"] = draw(st.sampled_from(VERSIONS))
     suffix = draw(_SUFFIX)
     if top:
@@ -241,7 +243,8 @@ def _trajectory(draw: st.DrawFn, ids: _Ids, depth: int, top: bool, session: str 
     children: list[dict[str, Any]] = []
     if depth > 0:
         for _ in range(draw(st.integers(0, 2))):
-            children.append(_trajectory(draw, ids, depth - 1, top=False, session=doc.get("session_id") or session))
+            sid = doc.get("session_id") or session
+            children.append(_trajectory(draw, ids, depth - 1, top=False, session=sid, versioned=versioned))
     child_ids = [c["trajectory_id"] for c in children]
     sources = draw(st.lists(_SOURCE, min_size=1, max_size=4))
     doc["steps"] = [_step(draw, i + 1, s, ids, child_ids) for i, s in enumerate(sources)]
@@ -265,13 +268,18 @@ def _trajectory(draw: st.DrawFn, ids: _Ids, depth: int, top: bool, session: str 
 
 
 @st.composite
-def _documents(draw: st.DrawFn, prefix: str, max_depth: int) -> dict[str, Any]:
-    return _trajectory(draw, _Ids(prefix), max_depth, top=True, session=None)
+def _documents(draw: st.DrawFn, prefix: str, max_depth: int, versioned: bool) -> dict[str, Any]:
+    return _trajectory(draw, _Ids(prefix), max_depth, top=True, session=None, versioned=versioned)
 
 
-def harbor_documents(prefix: str = "", max_depth: int = 2) -> st.SearchStrategy[dict[str, Any]]:
-    """A trajectory Harbor 0.26 accepts (and mapc converts), subagents nested up to `max_depth`."""
-    return _documents(prefix, max_depth)
+def harbor_documents(
+    prefix: str = "", max_depth: int = 2, versioned: bool = False
+) -> st.SearchStrategy[dict[str, Any]]:
+    """A trajectory Harbor 0.26 accepts, subagents nested up to `max_depth`.
+
+    Harbor reads a missing `schema_version` as ATIF-v1.8; mapc's default reading requires one
+    (REFERENCE §1.4): with `versioned`, every trajectory of the tree has one, so mapc converts it."""
+    return _documents(prefix, max_depth, versioned)
 
 
 @st.composite
@@ -281,7 +289,7 @@ def continuation_segments(draw: st.DrawFn) -> list[dict[str, Any]]:
     out = []
     n = draw(st.integers(2, 3))
     for i in range(n):
-        doc = draw(harbor_documents(prefix=f"seg{i}-", max_depth=1))
+        doc = draw(harbor_documents(prefix=f"seg{i}-", max_depth=1, versioned=True))
         doc["session_id"] = session
         if i < n - 1:
             doc["continued_trajectory_ref"] = f"segment-{i + 1}.json"

@@ -1279,16 +1279,21 @@ def test_envelope_in_extra_beside_the_documents_own_extra() -> None:
     assert again["unknown_fields"] == story["unknown_fields"]
 
 
-def test_envelope_at_the_root_when_extra_is_an_empty_object() -> None:
-    # An `extra` left empty by taking the envelope out is dropped on reading: one that was
-    # already empty would then be lost, so the envelope goes to the root place instead.
+def test_envelope_in_an_extra_that_was_empty_says_so() -> None:
+    # An `extra` left empty by taking the envelope out is dropped on reading (the writer made it);
+    # one that was already empty is noted in the envelope (source _envelope_slot), so it stays.
     story = with_residuals(storyline_doc(), vendor={"/x": 1})
     story["extra"] = {}
     doc = reverse([story])
-    assert doc["extra"] == {} and "_storyline" in doc
+    assert "_storyline" not in doc
+    carried = doc["extra"]["_storyline"]["unknown_fields"]["by_trajectory"][""]["sources"]
+    assert carried["_envelope_slot"] == {"source_document_id": "", "fields": {"/extra": {}}}
     (again,) = forward(doc)
     assert again["extra"] == {}
     assert again["unknown_fields"] == story["unknown_fields"]
+    del story["extra"]
+    (again,) = forward(reverse([story]))
+    assert "extra" not in again
 
 
 def test_envelope_is_read_at_the_root_and_in_extra_but_not_both() -> None:

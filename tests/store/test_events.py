@@ -257,7 +257,7 @@ def test_rule_one_turn_when_only_one_text_exists():
     nothing = events.project_records([ev(0, "http.response", {"http": {"status": 500}}, session_id="s", call_id="c")])
     [turn] = nothing["turns"]
     assert (turn["src"], turn["kind"], turn["msg"], turn["nllm"]) == ("agent", "llm.response", "", 1)
-    assert turn["extra"] == {"call_id": "c", "request_messages": None, "seq": 0}
+    assert turn["extra"] == {"call_id": "c", "request_messages": None, "seq": 0, "degraded": True}
 
 
 def test_rule_metrics_latency_ttft_and_model():
@@ -404,3 +404,47 @@ def test_synthesize_then_project_keeps_the_dialogue(tmp_path):
         ("system", {"kind": "note", "payload": {"note": "boot"}}),
     ]
     assert story["turns"][1]["metrics"] == {"tokens": 3} and story["turns"][1]["latency_ms"] == 9
+
+
+# --- idempotent append (issue 19 §4) ------------------------------------------------------------------
+
+
+def test_admit_skips_a_stored_event_id_with_the_same_record(tmp_path):
+    path = tmp_path / "events.lance"
+    batch = [request(0, "c", "hi", event_id="e0"), response(1, "c", "yo", event_id="e1"), ev(2, "note")]
+    first = events.admit(path, batch)
+    assert (first.appended, first.skipped) == (3, 0)
+    again = events.admit(path, batch)
+    assert (again.appended, again.skipped) == (1, 2)  # the legacy note has no id: appended as it is
+    assert again.version == first.version + 1
+    assert lance.dataset(str(path)).count_rows() == 4
+    only_ids = events.admit(path, batch[:2])
+    assert (only_ids.appended, only_ids.skipped, only_ids.version) == (0, 2, again.version)  # no commit
+
+
+def test_admit_skips_repeats_inside_one_batch_and_keys_order_does_not_matter(tmp_path):
+    path = tmp_path / "events.lance"
+    record = request(0, "c", "hi", event_id="e0")
+    reordered = dict(reversed(list(record.items())))
+    done = events.admit(path, [record, reordered])
+    assert (done.appended, done.skipped) == (1, 1)
+
+
+def test_admit_refuses_an_event_id_with_another_record_and_writes_nothing(tmp_path):
+    path = tmp_path / "events.lance"
+    events.admit(path, [request(0, "c", "hi", event_id="e0")])
+    with pytest.raises(MapcError) as err:
+        events.admit(path, [ev(5, "note", session_id="s"), request(0, "c", "changed", event_id="e0")], lines=[3, 7])
+    [problem] = err.value.problems
+    assert (problem.code, problem.pointer, problem.line) == ("events.event_id_conflict", "/event_id", 7)
+    assert lance.dataset(str(path)).count_rows() == 1
+    with pytest.raises(MapcError) as err:
+        events.admit(tmp_path / "other.lance", [ev(0, "note", event_id="x"), ev(1, "note", event_id="x")])
+    assert [(p.code, p.pointer) for p in err.value.problems] == [("events.event_id_conflict", "/1/event_id")]
+
+
+def test_projection_ignores_exact_repeats_of_legacy_records():
+    records = [request(0, "c", "hi"), response(1, "c", "yo")]
+    once = events.project_records(records)
+    assert events.project_records(records + records) == once
+    assert events.distinct([ev(0, "note"), ev(0, "note"), ev(1, "note")]) == [ev(0, "note"), ev(1, "note")]

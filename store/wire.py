@@ -1,0 +1,602 @@
+"""Wire bodies → Storyline turns: a small generic projector driven by the tables in ``mappings/wire/``.
+
+RFC-0002 re-derives the conversation from the recorded HTTP bodies ("protocol re-parsing").  Each
+protocol is a YAML table (``mappings/wire/NAME.yaml``): which request path and ``payload.protocol``
+hint recognise it, the pointers of the messages, model, system prompt and usage, the message role →
+Storyline ``src`` map, and which content block type becomes which Storyline field (``msg``,
+``reason``, ``tool_call``, ``observation``).  This module knows no protocol by name: a streamed
+response is put back together by the assembly function its table names (`ASSEMBLERS`), which
+turns the SSE events into the body a non-streamed response would have had, so one table reads both.
+
+History: every request carries the whole conversation so far.  `Conversation` remembers what it
+has seen (each message keyed by its text and tool-call ids, not by reasoning, which clients may
+drop) and adds only what is new; a request whose history does not extend what was seen (an edit or
+a fork) is reported as ``events.history_fork`` and its differing messages are added marked
+``extra.history_fork``, never silently repeated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.resources
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+import orjson
+import yaml
+
+from mapc.engine import pointer
+from mapc.engine.problems import Problem
+from mapc.engine.values import MISSING
+
+
+@dataclass(frozen=True)
+class Table:
+    """One protocol's table (a ``mappings/wire/NAME.yaml``), as read."""
+
+    protocol: str
+    paths: tuple[str, ...]
+    hints: tuple[str, ...]
+    stream: str | None
+    spec: dict[str, Any]
+
+
+@cache
+def tables() -> tuple[Table, ...]:
+    """Every shipped protocol table, in name order."""
+    files = importlib.resources.files("mapc.mappings.wire")
+    out = []
+    for entry in sorted(files.iterdir(), key=lambda p: p.name):
+        if not entry.name.endswith(".yaml"):
+            continue
+        spec = yaml.safe_load(entry.read_text(encoding="utf-8"))
+        out.append(
+            Table(
+                protocol=spec["protocol"],
+                paths=tuple(spec.get("paths", ())),
+                hints=tuple(spec.get("hints", ())),
+                stream=spec.get("stream"),
+                spec=spec,
+            )
+        )
+    return tuple(out)
+
+
+def at(document: Any, where: str | None) -> Any:
+    """The value at RFC 6901 pointer `where` in `document`, or `MISSING`."""
+    if where is None:
+        return MISSING
+    node = document
+    for token in pointer.parse(where):
+        if type(node) is dict and token in node:
+            node = node[token]
+        elif type(node) is list and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return MISSING
+    return node
+
+
+def _http(payload: Any) -> dict[str, Any]:
+    http = payload.get("http") if type(payload) is dict else None
+    return http if type(http) is dict else {}
+
+
+def request_path(payload: Any) -> str | None:
+    """The request path: ``payload.http.path`` (else the flat legacy ``path``, E-5), else a URL's."""
+    if type(payload) is not dict:
+        return None
+    http = _http(payload)
+    for value in (http.get("path"), payload.get("path")):
+        if type(value) is str and value:
+            return urlsplit(value).path or value
+    for value in (http.get("url"), payload.get("url")):
+        if type(value) is str and value:
+            return urlsplit(value).path or None
+    return None
+
+
+def recognise(payloads: list[Any]) -> Table | None:
+    """The protocol of one call's payloads: by request path first, ``payload.protocol`` as a hint."""
+    for payload in payloads:
+        path = request_path(payload)
+        if path is not None:
+            for table in tables():
+                if any(path == p or path.endswith(p) for p in table.paths):
+                    return table
+    for payload in payloads:
+        hint = payload.get("protocol") if type(payload) is dict else None
+        if type(hint) is str:
+            for table in tables():
+                if hint in table.hints:
+                    return table
+    return None
+
+
+# --- bodies -------------------------------------------------------------------------------------------
+
+
+def _json(body: Any) -> Any:
+    if type(body) in (dict, list):
+        return body
+    if type(body) is str and body.lstrip()[:1] in ("{", "["):
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return None
+    return None
+
+
+def request_body(payload: Any) -> Any:
+    """The request body as JSON: ``payload.http.request_body``, else the flat legacy ``body``."""
+    if type(payload) is not dict:
+        return None
+    body = _json(_http(payload).get("request_body"))
+    return body if body is not None else _json(payload.get("body"))
+
+
+def _is_sse(payload: dict[str, Any], body: Any) -> bool:
+    encoding = _http(payload).get("body_encoding", payload.get("body_encoding"))
+    if encoding in ("sse", "sse-wire"):
+        return True
+    return type(body) is str and body.lstrip().startswith(("event:", "data:"))
+
+
+def sse_events(text: str) -> list[Any]:
+    """The JSON ``data:`` payloads of an SSE text, in order (``[DONE]`` and non-JSON data skipped)."""
+    out = []
+    data: list[str] = []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
+        elif not line.strip() and data:
+            joined = "\n".join(data)
+            data = []
+            if joined.strip() == "[DONE]":
+                continue
+            try:
+                out.append(orjson.loads(joined))
+            except orjson.JSONDecodeError:
+                continue
+    return out
+
+
+def content_block_events(events: list[Any]) -> dict[str, Any]:
+    """The message a stream of content-block events describes (the body a non-streamed call returns).
+
+    ``message_start`` gives the message; ``content_block_start`` opens block ``index``;
+    ``content_block_delta`` appends ``text_delta`` text, ``thinking_delta`` thinking,
+    ``signature_delta`` signature and ``input_json_delta`` partial JSON (parsed once the block is
+    complete; text that is not JSON is kept as a string); ``message_delta`` sets the stop reason
+    and merges usage; an ``error`` event is kept as ``error``.
+    """
+    message: dict[str, Any] = {"content": []}
+    blocks: dict[int, dict[str, Any]] = {}
+    partial: dict[int, list[str]] = {}
+    for event in events:
+        if type(event) is not dict:
+            continue
+        kind = event.get("type")
+        index = event.get("index") if type(event.get("index")) is int else len(blocks)
+        if kind == "message_start" and type(event.get("message")) is dict:
+            content = event["message"].get("content")
+            message = {**event["message"], "content": content if type(content) is list else []}
+        elif kind == "content_block_start" and type(event.get("content_block")) is dict:
+            blocks[index] = dict(event["content_block"])
+        elif kind == "content_block_delta" and type(event.get("delta")) is dict:
+            block = blocks.setdefault(index, {"type": "text", "text": ""})
+            delta = event["delta"]
+            kind = delta.get("type")
+            if kind == "input_json_delta":
+                partial.setdefault(index, []).append(str(delta.get("partial_json", "")))
+            else:
+                key = {"text_delta": "text", "thinking_delta": "thinking", "signature_delta": "signature"}.get(kind)
+                if key is not None:
+                    block[key] = str(block.get(key) or "") + str(delta.get(key, ""))
+        elif kind == "message_delta":
+            delta = event.get("delta")
+            if type(delta) is dict:
+                message.update({k: v for k, v in delta.items()})
+            if type(event.get("usage")) is dict:
+                before = message.get("usage") if type(message.get("usage")) is dict else {}
+                message["usage"] = {**before, **event["usage"]}
+        elif kind == "error":
+            message["error"] = event.get("error")
+    for index, parts in partial.items():
+        text = "".join(parts)
+        try:
+            blocks[index]["input"] = orjson.loads(text) if text else {}
+        except orjson.JSONDecodeError:
+            blocks[index]["input"] = text  # not JSON once complete: kept as the text it is
+    message["content"] = [*message["content"], *(blocks[i] for i in sorted(blocks))]
+    return message
+
+
+def choice_delta_chunks(chunks: list[Any]) -> dict[str, Any]:
+    """The completion a stream of choice-delta chunks describes (the body a non-streamed call returns).
+
+    Only choice ``index`` 0 is assembled (the first choice, what the projection reads); its
+    ``delta.content``, ``delta.refusal`` and ``delta.reasoning_content`` texts are concatenated,
+    ``delta.tool_calls`` are put together by their ``index`` (``id``, ``function.name`` and the
+    ``function.arguments`` fragments in order); ``finish_reason`` and a final ``usage`` chunk are kept.
+    Chunks of other choices are kept whole in ``other_choices``.
+    """
+    body: dict[str, Any] = {}
+    message: dict[str, Any] = {"role": "assistant"}
+    calls: dict[int, dict[str, Any]] = {}
+    finish = None
+    others = []
+    for chunk in chunks:
+        if type(chunk) is not dict:
+            continue
+        for key in ("id", "model", "created", "system_fingerprint", "service_tier"):
+            if chunk.get(key) is not None:
+                body[key] = chunk[key]
+        if type(chunk.get("usage")) is dict:
+            body["usage"] = chunk["usage"]
+        for choice in chunk.get("choices") if type(chunk.get("choices")) is list else []:
+            if type(choice) is not dict:
+                continue
+            if choice.get("index", 0) != 0:
+                others.append(choice)
+                continue
+            finish = choice.get("finish_reason") or finish
+            delta = choice.get("delta") if type(choice.get("delta")) is dict else {}
+            for key in ("content", "refusal", "reasoning_content"):
+                if type(delta.get(key)) is str:
+                    message[key] = str(message.get(key) or "") + delta[key]
+            for part in delta.get("tool_calls") if type(delta.get("tool_calls")) is list else []:
+                if type(part) is not dict:
+                    continue
+                index = part.get("index") if type(part.get("index")) is int else len(calls)
+                call = calls.setdefault(index, {"function": {"arguments": ""}})
+                for key in ("id", "type"):
+                    if part.get(key) is not None:
+                        call[key] = part[key]
+                function = part.get("function") if type(part.get("function")) is dict else {}
+                if function.get("name") is not None:
+                    call["function"]["name"] = function["name"]
+                call["function"]["arguments"] += str(function.get("arguments") or "")
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    body["choices"] = [{"index": 0, "message": message, "finish_reason": finish}]
+    if others:
+        body["other_choices"] = others
+    return body
+
+
+ASSEMBLERS: Final[dict[str, Callable[[list[Any]], dict[str, Any]]]] = {
+    "content-block-events": content_block_events,
+    "choice-delta-chunks": choice_delta_chunks,
+}
+
+
+def response_body(payload: Any, table: Table) -> Any:
+    """The response body as JSON: a JSON body as is, an SSE body assembled by the table's function."""
+    if type(payload) is not dict:
+        return None
+    http = _http(payload)
+    body = http.get("response_body", payload.get("body"))
+    if _is_sse(payload, body) and type(body) is str and table.stream in ASSEMBLERS:
+        return ASSEMBLERS[table.stream](sse_events(body))
+    return _json(body)
+
+
+# --- messages ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Message:
+    """One message read through a table: its Storyline ``src`` and its blocks, each tagged ``to``."""
+
+    src: str
+    blocks: list[dict[str, Any]]
+    role: str | None = None
+
+    def key(self) -> bytes:
+        """What history matching compares: src, texts, tool-call and tool-result ids (not reasoning)."""
+        parts = []
+        for block in self.blocks:
+            if block["to"] == "msg":
+                if block["text"]:  # "" and absent content are the same message (content: null vs "")
+                    parts.append(["msg", block["text"]])
+            elif block["to"] in ("tool_call", "observation"):
+                parts.append([block["to"], block["id"]])
+            elif block["to"] == "extra":
+                parts.append(["extra", block["block"]])
+        return orjson.dumps([self.src, parts], option=orjson.OPT_SORT_KEYS)
+
+
+def read_block(block: Any, rule: dict[str, Any]) -> dict[str, Any]:
+    """One value read by one table row: ``to`` and the named pointers' values.
+
+    Names listed in the row's ``parse`` hold JSON text (tool-call arguments) and are parsed; text
+    that is not JSON stays a string.  Keys of an object that the row does not read are kept in
+    ``unmapped``.  A row whose text or id is missing or of the wrong type keeps the value whole
+    (``to: extra``), so nothing is lost to a table that does not fit.
+    """
+    read: dict[str, Any] = {"to": rule["to"]}
+    names = {k: v for k, v in rule.items() if k not in ("to", "parse")}
+    for name, where in names.items():
+        value = at(block, where)
+        if value is not MISSING:
+            read[name] = value
+    for name in rule.get("parse", ()):
+        if type(read.get(name)) is str:
+            with contextlib.suppress(orjson.JSONDecodeError):  # text that is not JSON stays a string
+                read[name] = orjson.loads(read[name])
+    if type(block) is dict:
+        used = {pointer.parse(where)[0] for where in names.values() if where != ""}
+        residue = {k: v for k, v in block.items() if k not in used and k != "type"}
+        if residue and "" not in names.values():  # keys the table does not read: kept, not dropped
+            read["unmapped"] = {"type": block["type"], **residue} if "type" in block else residue
+    if read["to"] in ("msg", "reason") and type(read.get("text")) is not str:
+        return {"to": "extra", "block": block}
+    if read["to"] in ("tool_call", "observation") and type(read.get("id")) is not str:
+        return {"to": "extra", "block": block}
+    return read
+
+
+def read_blocks(content: Any, table: Table) -> list[dict[str, Any]]:
+    """A message's content as tagged blocks: a string is one text block; unknown types go to extra."""
+    if type(content) is str:
+        content = [{"type": "text", "text": content}]
+    if type(content) is not list:
+        return [] if content is MISSING or content is None else [{"to": "extra", "block": content}]
+    out = []
+    for block in content:
+        kind = block.get("type") if type(block) is dict else None
+        rule = table.spec["blocks"].get(kind) if type(kind) is str else None
+        out.append({"to": "extra", "block": block} if rule is None else read_block(block, rule))
+    return out
+
+
+def read_message(message: Any, table: Table, *, src: str | None = None) -> Message:
+    """One conversation message through the table (an unknown role keeps its own name as src).
+
+    The table's ``message`` section names the role and content pointers, ``fields``: other
+    message keys that become blocks (``each`` for a list, such as tool calls), and ``whole``: roles
+    whose whole message is one block (a tool-result message).  `src` overrides the role (a response).
+    """
+    rules = table.spec["message"]
+    role = at(message, rules["role"])
+    if src is None:
+        src = table.spec["roles"].get(role, role) if type(role) is str and role else "unknown"
+    whole = rules.get("whole", {}).get(role) if type(role) is str else None
+    if whole is not None:
+        block = read_block(message, whole)
+        unmapped = block.get("unmapped")
+        if unmapped is not None:  # the role was read by the message rules
+            unmapped.pop(rules["role"].lstrip("/"), None)
+            if not unmapped:
+                del block["unmapped"]
+        return Message(src, [block], role)
+    blocks = read_blocks(at(message, rules["content"]), table)
+    for field_rule in rules.get("fields", ()):
+        value = at(message, field_rule["at"])
+        if value is MISSING or value is None:
+            continue
+        for item in value if field_rule.get("each") and type(value) is list else [value]:
+            blocks.append(read_block(item, field_rule["rule"]))
+    return Message(src, blocks, role if type(role) is str else None)
+
+
+# --- turns ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Conversation:
+    """One session's conversation as projected so far: the history seen and the turns made."""
+
+    table: Table
+    history: list[bytes] = field(default_factory=list)
+    turns: list[dict[str, Any]] = field(default_factory=list)
+    calls: dict[str, dict[str, Any]] = field(default_factory=dict)  # tool-call id → the turn that made it
+    problems: list[Problem] = field(default_factory=list)
+    declared: dict[str, Any] = field(default_factory=dict)  # the system prompt and tools last sent
+
+    def add_call(self, call: Call) -> list[dict[str, Any]]:
+        """Add one request/response pair: what is new in the request, then the response.
+
+        Returns the turns added.  A system prompt or tool list the request sends that differs from
+        the last one sent goes to the first added turn's ``extra`` (``system``, ``tools``).
+        """
+        before = len(self.turns)
+        self._add_call(call)
+        added = self.turns[before:]
+        changed = {}
+        for name in ("system", "tools"):
+            value = at(call.request_body, self.table.spec["request"].get(name))
+            if value is not MISSING and value != self.declared.get(name, MISSING):
+                changed[name] = value
+                self.declared[name] = value
+        if changed and added:
+            added[0]["extra"].update(changed)
+        return added
+
+    def _add_call(self, call: Call) -> None:
+        spec = self.table.spec
+        body = call.request_body
+        messages = at(body, spec["request"]["messages"])
+        messages = messages if type(messages) is list else []
+        read = [read_message(m, self.table) for m in messages]
+        keys = [m.key() for m in read]
+        same = 0
+        while same < min(len(keys), len(self.history)) and keys[same] == self.history[same]:
+            same += 1
+        fork = same < len(self.history)
+        if fork:
+            self.problems.append(
+                Problem(
+                    "events.history_fork",
+                    f"{call.where or f'events[call_id={_q(call.call_id)}]'}"
+                    f"/payload/http/request_body{spec['request']['messages']}/{same}",
+                    f"the request's history differs from what earlier calls showed at message {same} "
+                    f"(an edit or a fork); its messages from there on are added again, marked extra.history_fork",
+                )
+            )
+        for index in range(same, len(read)):
+            self._add_message(read[index], call, index, fork_at=same if fork else None)
+        self.history = keys
+        if call.response_body is not None:
+            self._add_response(call)
+
+    def _add_message(self, message: Message, call: Call, index: int, *, fork_at: int | None) -> None:
+        results = [b for b in message.blocks if b["to"] == "observation"]
+        rest = [b for b in message.blocks if b["to"] != "observation"]
+        orphans = []
+        for result in results:
+            turn = self.calls.get(result["id"])
+            if turn is None:
+                orphans.append(result)
+                continue
+            entry = {"source_call_id": result["id"], "content": result.get("content")}
+            if result.get("error") is not None:
+                entry["is_error"] = result["error"]
+            turn.setdefault("observation", {"results": []})["results"].append(entry)
+        if not rest and not orphans:
+            return
+        turn = self._turn(message.src, rest, call, call.request_seq, call.request_ts)
+        turn["kind"] = "history" if message.src == "agent" else "llm.request"  # agent text not seen as a response
+        if message.role is not None and message.role in self.table.spec.get("roles_kept", ()):
+            turn["extra"]["role"] = message.role  # a role read as another's src (developer → system): named
+        if orphans:  # a result of a call this projection never saw: kept on the message that carried it
+            turn["observation"] = {
+                "results": [{"source_call_id": r["id"], "content": r.get("content")} for r in orphans]
+            }
+        turn["extra"]["message_index"] = index
+        if fork_at is not None:
+            turn["extra"]["history_fork"] = fork_at
+        self.turns.append(turn)
+
+    def _add_response(self, call: Call) -> None:
+        spec = self.table.spec
+        body = call.response_body
+        message = read_message(at(body, spec["response"]["message"]), self.table, src="agent")
+        turn = self._turn("agent", message.blocks, call, call.response_seq, call.response_ts)
+        turn["kind"] = "llm.response"
+        model = at(body, spec["response"]["model"])
+        if type(model) is not str:
+            model = at(call.request_body, spec["request"]["model"])
+        if type(model) is str:
+            turn["model"] = model
+        turn["nllm"] = 1
+        metrics = usage(body, spec)
+        if metrics is not None:
+            turn["metrics"] = metrics
+        if call.latency_ms is not None:
+            turn["latency_ms"] = call.latency_ms
+        if call.ttft_ms is not None:
+            turn["ttft_ms"] = call.ttft_ms
+        for name, where in spec["response"].items():
+            if name in ("message", "model"):
+                continue
+            value = at(body, where)
+            if value is not MISSING and value is not None:
+                turn["extra"][name] = value
+        if type(body) is dict and body.get("error") is not None:
+            turn["extra"]["error"] = body["error"]
+        if call.status is not None:
+            turn["extra"]["status"] = call.status
+        self.turns.append(turn)
+        self.history.append(message.key())
+
+    def _turn(
+        self, src: str, blocks: list[dict[str, Any]], call: Call, seq: int | None, ts: str | None
+    ) -> dict[str, Any]:
+        texts = [b["text"] for b in blocks if b["to"] == "msg"]
+        turn: dict[str, Any] = {"id": 0, "kind": ""}
+        if ts is not None:
+            turn["ts"] = ts
+        turn["src"] = src
+        turn["msg"] = texts[0] if len(texts) == 1 else [{"type": "text", "text": t} for t in texts] if texts else ""
+        reasons = [b["text"] for b in blocks if b["to"] == "reason"]
+        if reasons:
+            turn["reason"] = "\n\n".join(reasons)
+        calls, repeated = [], []
+        for b in blocks:
+            if b["to"] != "tool_call":
+                continue
+            if b["id"] in self.calls or any(c["tcid"] == b["id"] for c in calls):
+                repeated.append(b)  # an id already used (an edited history resends it): tcid is unique
+                continue
+            one: dict[str, Any] = {"tcid": b["id"], "fn": b.get("fn"), "args": b.get("args")}
+            if type(one["fn"]) is not str or not one["fn"]:
+                one["fn"] = "unknown"  # Storyline needs a name; what the wire held is kept beside it
+                one["extra"] = {"fn": b.get("fn")}
+            calls.append(one)
+            self.calls[b["id"]] = turn
+        if calls:
+            turn["tool_calls"] = calls
+        extra: dict[str, Any] = {"call_id": call.call_id, "protocol": self.table.protocol}
+        if seq is not None:
+            extra["seq"] = seq
+        if repeated:
+            extra["repeated_tool_calls"] = [{k: v for k, v in b.items() if k != "to"} for b in repeated]
+        kept = [b["block"] for b in blocks if b["to"] == "extra"]
+        if kept:
+            extra["blocks"] = kept
+        for b in blocks:  # a row whose `to` is no turn field names a key of the turn's extra
+            if b["to"] not in ("msg", "reason", "tool_call", "observation", "extra") and "value" in b:
+                extra.setdefault(b["to"], b["value"])
+        unmapped = [b["unmapped"] for b in blocks if "unmapped" in b]
+        if unmapped:
+            extra["unmapped"] = unmapped
+        turn["extra"] = extra
+        return turn
+
+
+def usage(body: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
+    """The table's usage keys read from `body`; what the usage object holds beside them goes to ``extra``."""
+    metrics = {}
+    pointers = list(spec.get("usage", {}).values())
+    for name, where in spec.get("usage", {}).items():
+        value = at(body, where)
+        if value is not MISSING and value is not None:
+            metrics[name] = value
+    parent = pointers[0].rsplit("/", 1)[0] if pointers else None
+    raw = at(body, parent) if parent else MISSING
+    if type(raw) is dict:
+        rest = _without(raw, [pointer.parse(w[len(parent) :]) for w in pointers if w.startswith(f"{parent}/")])
+        if rest:
+            metrics["extra"] = rest
+    return metrics or None
+
+
+def _without(obj: dict[str, Any], paths: list[tuple[str, ...]]) -> dict[str, Any]:
+    """`obj` without the leaves at `paths`, objects left empty by that removed too."""
+    out = {}
+    for key, value in obj.items():
+        below = [p[1:] for p in paths if p and p[0] == key]
+        if () in below:
+            continue
+        if below and type(value) is dict:
+            value = _without(value, below)
+            if not value:
+                continue
+        out[key] = value
+    return out
+
+
+@dataclass
+class Call:
+    """One call's request and response as the projector needs them (gathered by store/events.py)."""
+
+    call_id: str
+    request_body: Any
+    response_body: Any
+    request_seq: int | None = None
+    response_seq: int | None = None
+    request_ts: str | None = None
+    response_ts: str | None = None
+    latency_ms: int | None = None
+    ttft_ms: int | None = None
+    status: Any = None
+    where: str | None = None  # how a problem names the call (its session and call_id)
+
+
+def _q(value: Any) -> str:
+    return orjson.dumps(value).decode()

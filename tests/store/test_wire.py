@@ -1,0 +1,354 @@
+"""store/wire.py and the wire projection of store/events.py: Anthropic Messages bodies → Storyline turns."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mapc.engine import storyline
+from mapc.store import events, wire
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "events"
+FOUR = DATA / "anthropic-tool-use.events.jsonl"
+
+
+def four() -> list[dict[str, Any]]:
+    return events.parse_jsonl(FOUR.read_bytes())
+
+
+def sse(*payloads: dict[str, Any]) -> str:
+    return "".join(f"event: {p['type']}\ndata: {json.dumps(p)}\n\n" for p in payloads)
+
+
+def call(seq: int, call_id: str, request: dict[str, Any], response: Any, **http: Any) -> list[dict[str, Any]]:
+    base = {"source": "proxy", "session_id": "s", "call_id": call_id}
+    return [
+        {
+            **base,
+            "seq": seq,
+            "kind": "http.request",
+            "timestamp_unix_ms": 1000 * seq,
+            "payload": {"http": {"method": "POST", "path": "/v1/messages", "request_body": request}},
+        },
+        {
+            **base,
+            "seq": seq + 1,
+            "kind": "http.response",
+            "timestamp_unix_ms": 1000 * seq + 500,
+            "payload": {"http": {"status": 200, "response_body": response, **http}},
+        },
+    ]
+
+
+def reply(text: str, **more: Any) -> dict[str, Any]:
+    return {"type": "message", "role": "assistant", "content": [{"type": "text", "text": text}], **more}
+
+
+def test_the_four_event_case_projects_to_user_agent_with_tool_call_and_result_agent():
+    story = events.project_records(four())
+    assert story == json.loads((DATA / "anthropic-tool-use.storyline.json").read_text())
+    user, tool_turn, answer = story["turns"]
+    assert (user["src"], user["msg"]) == ("user", "What's the weather like in San Francisco?")
+    assert tool_turn["tool_calls"] == [
+        {"tcid": "toolu_01A09q90qw90lq917835lq9", "fn": "get_weather", "args": {"location": "San Francisco, CA"}}
+    ]
+    assert tool_turn["observation"] == {
+        "results": [{"source_call_id": "toolu_01A09q90qw90lq917835lq9", "content": "15 degrees, mostly sunny"}]
+    }
+    assert tool_turn["reason"].startswith("The user wants the weather")
+    assert tool_turn["extra"]["unmapped"][0]["signature"].startswith("EqQB")  # kept, not dropped
+    assert answer["msg"] == "It's currently 15 degrees and mostly sunny in San Francisco."  # the SSE stream
+    assert answer["metrics"] == {
+        "input_tokens": 580,
+        "output_tokens": 15,
+        "cache_read_tokens": 472,
+        "cache_creation_tokens": 0,
+    }
+    assert (answer["extra"]["stop_reason"], answer["ttft_ms"], answer["latency_ms"]) == ("end_turn", 420, 1200)
+    assert storyline.check(story) == []
+
+
+def test_the_expected_storyline_survives_the_cli(tmp_path, runner):
+    from mapc.cli.main import cli
+
+    table = tmp_path / "events.lance"
+    assert runner.invoke(cli, ["events", "append", str(FOUR), "--to", str(table)]).exit_code == 0
+    result = runner.invoke(cli, ["events", "project", str(table)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == json.loads((DATA / "anthropic-tool-use.storyline.json").read_text())
+
+
+def test_history_is_not_repeated_over_three_calls():
+    u1 = {"role": "user", "content": "one"}
+    u2 = {"role": "user", "content": [{"type": "text", "text": "two"}]}
+    u3 = {"role": "user", "content": "three"}
+    a1 = {"role": "assistant", "content": "ONE"}  # history may resend the reply as a string
+    a2 = {"role": "assistant", "content": [{"type": "text", "text": "TWO"}]}
+    records = [
+        *call(0, "c1", {"messages": [u1]}, reply("ONE")),
+        *call(2, "c2", {"messages": [u1, a1, u2]}, reply("TWO")),
+        *call(4, "c3", {"messages": [u1, a1, u2, a2, u3]}, reply("THREE")),
+    ]
+    notes: list[Any] = []
+    story = events.project_records(records, notes=notes)
+    assert [(t["src"], t["msg"]) for t in story["turns"]] == [
+        ("user", "one"),
+        ("agent", "ONE"),
+        ("user", "two"),
+        ("agent", "TWO"),
+        ("user", "three"),
+        ("agent", "THREE"),
+    ]
+    assert notes == []
+
+
+def test_a_request_that_contradicts_the_history_is_reported_and_marked():
+    u1 = {"role": "user", "content": "one"}
+    records = [
+        *call(0, "c1", {"messages": [u1]}, reply("ONE")),
+        *call(2, "c2", {"messages": [u1, {"role": "assistant", "content": "EDITED"}, u1]}, reply("again")),
+    ]
+    notes: list[Any] = []
+    story = events.project_records(records, notes=notes)
+    assert [(p.code, p.pointer) for p in notes] == [
+        ("events.history_fork", 'events[session="s", call_id="c2"]/payload/http/request_body/messages/1')
+    ]
+    turns = [(t["src"], t["msg"], t["extra"].get("history_fork")) for t in story["turns"]]
+    assert turns == [
+        ("user", "one", None),
+        ("agent", "ONE", None),
+        ("agent", "EDITED", 1),
+        ("user", "one", 1),
+        ("agent", "again", None),
+    ]
+    assert story["turns"][2]["kind"] == "history"
+
+
+def test_a_streamed_tool_use_assembles_its_input_json_deltas_in_order():
+    stream = sse(
+        {"type": "message_start", "message": {"id": "m", "model": "x", "content": [], "usage": {"input_tokens": 3}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "hm"}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "sig"}},
+        {
+            "type": "content_block_start",
+            "index": 1,
+            "content_block": {"type": "tool_use", "id": "t1", "name": "f", "input": {}},
+        },
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": ""}},
+        {
+            "type": "content_block_delta",
+            "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": '{"a": [1, '},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": '2], "b": "c"}'},
+        },
+        {"type": "content_block_stop", "index": 1},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}},
+        {"type": "message_stop"},
+    )
+    records = call(0, "c", {"model": "x", "messages": [{"role": "user", "content": "go"}]}, stream, body_encoding="sse")
+    _, turn = events.project_records(records)["turns"]
+    assert turn["tool_calls"] == [{"tcid": "t1", "fn": "f", "args": {"a": [1, 2], "b": "c"}}]
+    assert (turn["reason"], turn["msg"], turn["extra"]["stop_reason"]) == ("hm", "", "tool_use")
+    assert turn["extra"]["unmapped"] == [{"type": "thinking", "signature": "sig"}]
+    assert turn["metrics"] == {"input_tokens": 3, "output_tokens": 9}
+
+
+def test_a_tool_result_for_an_unseen_call_and_unknown_blocks_are_kept():
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}
+    request = {
+        "messages": [
+            {"role": "user", "content": [image, {"type": "tool_result", "tool_use_id": "old", "content": "x"}]}
+        ]
+    }
+    user, _ = events.project_records(call(0, "c", request, reply("ok")))["turns"]
+    assert user["extra"]["blocks"] == [image]
+    assert user["observation"] == {"results": [{"source_call_id": "old", "content": "x"}]}
+
+
+def test_the_protocol_hint_recognises_a_body_without_a_path_and_unknown_ones_are_degraded():
+    records = call(0, "c", {"messages": [{"role": "user", "content": "hi"}]}, reply("yo"))
+    for record in records:
+        record["payload"]["http"].pop("path", None)
+    assert all(t["extra"].get("degraded") for t in events.project_records(records)["turns"])
+    for record in records:
+        record["payload"]["protocol"] = "anthropic-messages"
+    turns = events.project_records(records)["turns"]
+    assert [t["extra"]["protocol"] for t in turns] == ["anthropic-messages"] * 2
+    assert wire.recognise([{"http": {"url": "https://api.anthropic.com/v1/messages?beta=true"}}]).protocol == (
+        "anthropic-messages"
+    )
+    assert wire.recognise([{"http": {"path": "/v1/other"}}]) is None
+
+
+def test_usage_keys_the_table_does_not_name_are_kept_in_metrics_extra():
+    body = reply("x", usage={"input_tokens": 1, "output_tokens": 2, "service_tier": "standard"})
+    [table] = [t for t in wire.tables() if t.protocol == "anthropic-messages"]
+    assert wire.usage(body, table.spec) == {
+        "input_tokens": 1,
+        "output_tokens": 2,
+        "extra": {"service_tier": "standard"},
+    }
+
+
+texts = st.text(alphabet="abc xyz", min_size=1, max_size=8)
+
+
+@given(st.lists(st.tuples(texts, texts), min_size=1, max_size=5))
+def test_law_a_growing_conversation_projects_each_turn_once(exchanges):
+    """However many calls, each user text and reply appears once, in order: history is never repeated."""
+    records: list[dict[str, Any]] = []
+    history: list[dict[str, Any]] = []
+    for n, (question, answer) in enumerate(exchanges):
+        history.append({"role": "user", "content": question})
+        records += call(2 * n, f"c{n}", {"messages": copy.deepcopy(history)}, reply(answer))
+        history.append({"role": "assistant", "content": [{"type": "text", "text": answer}]})
+    notes: list[Any] = []
+    story = events.project_records(records, notes=notes)
+    expected = [m for q, a in exchanges for m in (("user", q), ("agent", a))]
+    assert [(t["src"], t["msg"]) for t in story["turns"]] == expected
+    assert notes == []
+    assert orjson.dumps(story)  # JSON all the way
+
+
+# --- OpenAI Chat Completions -----------------------------------------------------------------------------
+
+OPENAI = DATA / "openai-chat-parallel-tools.events.jsonl"
+
+
+def chat(seq: int, call_id: str, messages: list[Any], response: Any, **http: Any) -> list[dict[str, Any]]:
+    records = call(seq, call_id, {"model": "gpt-x", "messages": messages}, response, **http)
+    records[0]["payload"]["http"]["path"] = "/v1/chat/completions"
+    return records
+
+
+def completion(message: dict[str, Any], finish: str = "stop", **more: Any) -> dict[str, Any]:
+    return {
+        "id": "cc",
+        "model": "gpt-x",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        **more,
+    }
+
+
+def test_openai_parallel_tool_calls_and_a_streamed_answer_project_to_the_recorded_storyline():
+    story = events.project_records(events.parse_jsonl(OPENAI.read_bytes()))
+    assert story == json.loads((DATA / "openai-chat-parallel-tools.storyline.json").read_text())
+    system, user, tools, answer = story["turns"]
+    assert (system["src"], system["extra"]["role"], user["src"]) == ("system", "developer", "user")
+    assert [c["tcid"] for c in tools["tool_calls"]] == ["call_abc123", "call_def456"]
+    assert tools["tool_calls"][0]["args"] == {"location": "Paris, France"}  # the arguments' JSON text, parsed
+    assert [r["content"] for r in tools["observation"]["results"]] == ["18 C, clear", "9 C, rain"]
+    assert answer["msg"] == "Paris: 18 C and clear. Boston: 9 C with rain."
+    assert answer["metrics"]["cache_read_tokens"] == 64 and answer["ttft_ms"] == 310
+    assert tools["metrics"]["extra"]["completion_tokens_details"]["accepted_prediction_tokens"] == 0  # not dropped
+
+
+def test_openai_streamed_tool_call_arguments_are_assembled_by_index():
+    chunks = [
+        {"id": "s", "model": "gpt-x", "choices": [{"index": 0, "delta": {"role": "assistant", "content": None}}]},
+        {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "f"}}]}}]},
+        {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1, "id": "c2", "function": {"name": "g"}}]}}]},
+        {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": '{"x":'}}]}}]},
+        {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1, "function": {"arguments": "not json"}}]}}]},
+        {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": " 1}"}}]}}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    stream = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    _, turn = events.project_records(chat(0, "c", [{"role": "user", "content": "go"}], stream))["turns"]
+    assert turn["tool_calls"] == [
+        {"tcid": "c1", "fn": "f", "args": {"x": 1}},
+        {"tcid": "c2", "fn": "g", "args": "not json"},
+    ]
+    assert (turn["extra"]["stop_reason"], turn["extra"]["id"], turn["model"]) == ("tool_calls", "s", "gpt-x")
+
+
+def test_openai_a_refusal_and_an_error_status_are_kept():
+    refused = completion({"role": "assistant", "content": None, "refusal": "I can't help with that."})
+    _, turn = events.project_records(chat(0, "c", [{"role": "user", "content": "bad"}], refused))["turns"]
+    assert (turn["msg"], turn["extra"]["refusal"]) == ("", "I can't help with that.")
+    error = {"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}
+    records = chat(0, "c", [{"role": "user", "content": "hi"}], error)
+    records[1]["payload"]["http"]["status"] = 429
+    _, turn = events.project_records(records)["turns"]
+    assert (turn["extra"]["status"], turn["extra"]["error"]["code"]) == (429, "rate_limit_exceeded")
+
+
+def test_openai_a_retried_call_with_the_same_history_adds_nothing_twice():
+    u = {"role": "user", "content": "hi"}
+    first = chat(0, "c1", [u], completion({"role": "assistant", "content": "yo"}))
+    retry = chat(2, "c2", [u], completion({"role": "assistant", "content": "yo"}))  # same history, same answer
+    notes: list[Any] = []
+    turns = events.project_records(first + retry, notes=notes)["turns"]
+    assert [(t["src"], t["msg"]) for t in turns] == [("user", "hi"), ("agent", "yo"), ("agent", "yo")]
+    assert [p.code for p in notes] == ["events.history_fork"]  # the second call resends less than was seen
+
+
+# --- tables and totality ---------------------------------------------------------------------------------
+
+
+def test_every_shipped_table_is_well_formed():
+    names = {t.protocol for t in wire.tables()}
+    assert names == {"anthropic-messages", "openai-chat-completions"}
+    for table in wire.tables():
+        spec = table.spec
+        assert table.paths and table.stream in wire.ASSEMBLERS
+        for section in ("request", "message", "roles", "response", "usage", "blocks"):
+            assert type(spec[section]) is dict, (table.protocol, section)
+        rows = [*spec["blocks"].values(), *spec["message"].get("whole", {}).values()]
+        rows += [f["rule"] for f in spec["message"].get("fields", ())]
+        for row in rows:
+            assert type(row["to"]) is str
+            for name, where in row.items():
+                if name not in ("to", "parse"):
+                    assert where == "" or where.startswith("/"), (table.protocol, row)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "type",
+                    "role",
+                    "content",
+                    "index",
+                    "id",
+                    "text",
+                    "messages",
+                    "choices",
+                    "delta",
+                    "usage",
+                    "tool_calls",
+                    "input",
+                    "name",
+                ]
+            ),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=12,
+)
+
+
+@given(st.sampled_from(["/v1/messages", "/v1/chat/completions"]), json_values, json_values, st.booleans())
+def test_law_any_body_under_a_known_path_projects_or_fails_cleanly(path, request_body, response_body, as_sse):
+    if as_sse:
+        response_body = f"data: {json.dumps(response_body)}\n\n"
+    records = call(0, "c", request_body, response_body)
+    records[0]["payload"]["http"]["path"] = path
+    story = events.project_records(records)  # a valid Storyline whatever the bodies hold
+    assert storyline.check(story) == []
