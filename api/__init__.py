@@ -1,33 +1,46 @@
 """mapc: convert, validate and store AI-agent trajectories through the Storyline hub.
 
-The library API (loaded on first use, so `import mapc` stays cheap)::
+The library API (loaded on first use, so ``import mapc`` stays cheap)::
 
-    stories = mapc.into_storyline("atif", data)        # bytes of a file -> list of Storyline dicts
-    document = mapc.from_storyline("actf", stories)    # -> the document (dict, or list of them)
-    document = mapc.convert("atif", "actf", data)      # == from_storyline(to, into_storyline(from, data))
-    problems = mapc.check(story)                       # [] when a Storyline is valid
+    stories = mapc.into_storyline("atif", Path("run.json"))   # bytes, str text, dict/list or a Path
+    document = mapc.from_storyline("actf", stories)           # one Storyline (dict) or a list of them
+    document = mapc.convert("atif", "actf", data)             # == from_storyline(to, into_storyline(from, data))
+    problems = mapc.check(story)                              # [] when a Storyline is valid
+    mapc.detect("run.actf.json", data)                        # "actf", or None
+    mapc.formats()                                            # every format name
 
-Bad input raises `mapc.MapcError`, whose `.problems` carry a code and a JSON Pointer each.
+Format names are case-insensitive and take aliases (``"openai-messages"``).  Bad input raises
+`mapc.MapcError`, whose ``.problems`` are `mapc.Problem` values (code, JSON Pointer, message);
+arguments of the wrong type raise `TypeError`.  `mapc.Options` sets limits and the duplicate-key
+check for one call (``options=Options(max_input_bytes=10_000_000)``).  The repository's docs/ say
+more: docs/index.md.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "into_storyline": ("mapc.engine.convert", "into_storyline"),
-    "from_storyline": ("mapc.engine.convert", "from_storyline"),
-    "convert": ("mapc.engine.convert", "convert"),
-    "formats": ("mapc.engine.convert", "formats"),
-    "detect": ("mapc.engine.detect", "detect"),
-    "check": ("mapc.engine.storyline", "check"),
+    "into_storyline": ("mapc._api", "into_storyline"),
+    "from_storyline": ("mapc._api", "from_storyline"),
+    "convert": ("mapc._api", "convert"),
+    "formats": ("mapc._api", "formats"),
+    "detect": ("mapc._api", "detect"),
+    "check": ("mapc._api", "check"),
+    "Options": ("mapc.engine.options", "Options"),
     "MapcError": ("mapc.engine.problems", "MapcError"),
     "Problem": ("mapc.engine.problems", "Problem"),
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = ["MapcError", "Options", "Problem", "__version__", "check", "convert", "detect", "formats"]
+__all__ += ["from_storyline", "into_storyline"]
+
+if TYPE_CHECKING:  # what type checkers and editors see; at run time each is imported on first use
+    from mapc._api import check, convert, detect, formats, from_storyline, into_storyline
+    from mapc.engine.options import Options
+    from mapc.engine.problems import MapcError, Problem
 
 
 def _install_the_shipped_catalog() -> None:
@@ -48,5 +61,11 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         module, attr = _EXPORTS[name]
-        return getattr(importlib.import_module(module), attr)
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value  # once imported, a plain attribute
+        return value
     raise AttributeError(f"module 'mapc' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

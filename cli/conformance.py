@@ -10,6 +10,7 @@ import click
 import orjson
 
 from mapc.cli import suite
+from mapc.cli.output import fail_on
 from mapc.cli.render import report
 from mapc.engine.problems import MapcError
 
@@ -35,10 +36,20 @@ def conformance_group() -> None:
     metavar="COMMAND",
     help="Run COMMAND (a shell command) once per test instead of mapc itself; see conformance/README.md.",
 )
+@click.option(
+    "--spec",
+    "spec",
+    metavar="SPEC.yaml",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Run the cases of the spec's format against this spec file (an edited copy of a built-in) instead.",
+)
 @click.option("--timeout", default=60.0, show_default=True, metavar="S", help="Seconds per --impl answer.")
 @click.option("-j", "--jobs", default=1, show_default=True, metavar="N", help="Tests run at once (--impl).")
-def run_command(directory: str | None, formats: tuple[str, ...], impl: str | None, timeout: float, jobs: int) -> None:
-    """Run every case below DIR (default: ./conformance) and print a summary per format.
+def run_command(
+    directory: str | None, formats: tuple[str, ...], impl: str | None, spec: str | None, timeout: float, jobs: int
+) -> None:
+    """Run every case below DIR (default: ./conformance if there is one, else the suite shipped with
+    mapc) and print a summary per format.
 
     Without --impl the cases run in-process against mapc; a case whose format mapc does not
     implement yet is skipped.  With --impl each test's request goes to COMMAND on stdin as
@@ -49,10 +60,18 @@ def run_command(directory: str | None, formats: tuple[str, ...], impl: str | Non
       mapc conformance run
       mapc conformance run conformance --format atif
       mapc conformance run --impl 'python3 my_impl.py' -j 4
+      mapc conformance run --spec ./my-atif.yaml
     """
-    root = Path(directory) if directory else Path("conformance")
-    if not root.exists():
-        raise click.BadParameter("no ./conformance directory here; give the suite directory", param_hint="DIR")
+    root = Path(directory) if directory else _default_suite()
+    if spec is not None and impl is not None:
+        raise click.UsageError("--spec runs mapc with that spec; --impl runs another implementation: say one")
+    target = None
+    if spec is not None:
+        from mapc.engine import catalog
+
+        with fail_on(spec):
+            target = catalog.program(spec).spec.name
+        formats = formats or (target,)
     try:
         tests = suite.load_suite(root, formats or None)
     except MapcError as exc:
@@ -65,12 +84,43 @@ def run_command(directory: str | None, formats: tuple[str, ...], impl: str | Non
         known = None
         against = f"`{impl}`"
     else:
-        implementation = suite.run_in_process
+        implementation = suite.run_in_process if spec is None else _with_spec(str(target), spec)
         known = suite.in_process_formats()
-        against = "mapc (in-process)"
+        against = "mapc (in-process)" if spec is None else f"mapc with {spec} for {target}"
     outcomes = suite.run_suite(tests, implementation, known_formats=known, jobs=max(1, jobs))
     _print_report(root, against, outcomes)
     sys.exit(1 if any(o.status == "fail" for o in outcomes) else 0)
+
+
+def _default_suite() -> Path:
+    """./conformance when the working directory has one (a checkout), else the copy in the package."""
+    here = Path("conformance")
+    if here.is_dir():
+        return here
+    import importlib.resources
+
+    try:  # installed: the suite is package data (pyproject.toml)
+        return Path(str(importlib.resources.files("mapc.conformance")))
+    except ModuleNotFoundError:  # an editable install made before the suite was packaged: the checkout's
+        import mapc
+
+        found = Path(mapc.__file__).resolve().parent.parent / "conformance"
+        if found.is_dir():
+            return found
+    raise click.BadParameter("no conformance suite found: give its directory (conformance/ of mapc's repository)")
+
+
+def _with_spec(name: str, spec: str) -> Any:
+    """mapc in-process, with the spec file `spec` standing for format `name` in every request."""
+
+    def run(request: dict[str, Any]) -> Any:
+        request = dict(request)
+        for key in ("format", "to"):
+            if request.get(key) == name:
+                request[key] = spec
+        return suite.run_in_process(request)
+
+    return run
 
 
 def _print_report(root: Path, against: str, outcomes: list[suite.Outcome]) -> None:

@@ -1,4 +1,4 @@
-"""`mapc convert INPUT [--from FMT] --to FMT [-o OUT]` (INPUT a file or a directory) and `mapc detect FILE...`."""
+"""`mapc convert INPUT [--from FMT] --to FMT [-o OUT]` (INPUT a file or a directory) and `mapc detect INPUT...`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from mapc.cli import corpus
+from mapc.cli.boundary import on_interrupt, options
 from mapc.cli.engines import engine_options, open_engine
 from mapc.cli.files import (
     document_path,
@@ -23,6 +24,7 @@ from mapc.cli.files import (
     write_chunks,
 )
 from mapc.cli.output import fail_on, json_chunks, jsonl_chunks, output_bytes, redact_options, redactor_of
+from mapc.cli.params import FORMAT_OR_SPEC
 from mapc.engine import catalog, convert, detect
 from mapc.engine.problems import MapcError
 from mapc.engine.redact import summary as redact_summary
@@ -30,8 +32,16 @@ from mapc.engine.redact import summary as redact_summary
 
 @click.command("convert")
 @click.argument("input", metavar="INPUT")
-@click.option("--from", "from_fmt", metavar="FMT", help="Format of INPUT (default: detected from its path or content).")
-@click.option("--to", "to_fmt", metavar="FMT", required=True, help="Format to write: storyline, atif, actf, …")
+@click.option(
+    "--from",
+    "from_fmt",
+    metavar="FMT",
+    type=FORMAT_OR_SPEC,
+    help="Format of INPUT (default: detected from its path or content).",
+)
+@click.option(
+    "--to", "to_fmt", metavar="FMT", type=FORMAT_OR_SPEC, required=True, help="Format to write: storyline, atif, …"
+)
 @click.option("-o", "--output", metavar="OUT", help="Write here (atomically) instead of stdout; for a DIR, OUTDIR.")
 @click.option(
     "--workers",
@@ -40,6 +50,11 @@ from mapc.engine.redact import summary as redact_summary
     help="For a DIR: convert in N processes (default: the number of CPUs).",
 )
 @click.option("--quiet", is_flag=True, help="For a DIR: no progress bar and no summary line (problems still print).")
+@click.option(
+    "--skip-existing",
+    is_flag=True,
+    help="For a DIR: leave files whose output is already there (a stopped run goes on where it stopped).",
+)
 @redact_options
 @engine_options
 def convert_command(
@@ -49,6 +64,7 @@ def convert_command(
     output: str | None,
     workers: int | None,
     quiet: bool,
+    skip_existing: bool = False,
     engine: str = "local",
     address: str | None = None,
     redact: bool = False,
@@ -60,6 +76,7 @@ def convert_command(
     the target's suffix (.storyline.json, .actf.json, else .json).  A file of no known format is
     skipped with a warning, a bad file is reported and the others go on (exit 1 if any failed).
     The files are converted by --workers local processes, or by Ray tasks with --engine ray.
+    Ctrl-C stops it (exit 130) with a summary; --skip-existing then goes on where it stopped.
 
     \b
     Examples:
@@ -71,7 +88,8 @@ def convert_command(
     if Path(input).is_dir():
         if redactor is not None:
             raise click.BadParameter("--redact converts one file at a time, not a directory", param_hint="--redact")
-        _convert_directory(input, from_fmt, to_fmt, output, workers or os.cpu_count() or 1, quiet, engine, address)
+        jobs = workers or os.cpu_count() or 1
+        _convert_directory(input, from_fmt, to_fmt, output, jobs, quiet, engine, address, skip_existing)
         return
     if redactor is None and is_jsonl(input) and input != "-" and output not in (None, "-"):
         fmt = from_fmt or detect.detect(input, _first_line(input))
@@ -80,14 +98,12 @@ def convert_command(
             return
     data = read_bytes(input)
     if from_fmt is None:
-        from_fmt = detect.detect(input, data)
-        if from_fmt is None:
-            raise click.BadParameter(
-                f"cannot tell the format of {input} from its name or content; say it with --from", param_hint="INPUT"
-            )
+        from_fmt = detected(input, data)
     with fail_on(input):
         try:
-            stories = convert.into_storyline(from_fmt, data, jsonl=is_jsonl(input), path=document_path(input))
+            stories = convert.into_storyline(
+                from_fmt, data, jsonl=is_jsonl(input), path=document_path(input), options=options()
+            )
         except MapcError:
             _hint_detected(input, data, from_fmt)
             raise
@@ -107,6 +123,20 @@ def _hint_detected(input: str, data: bytes, from_fmt: str) -> None:
         return
     if guess is not None and guess != from_fmt and catalog.aliases().get(from_fmt) != guess:
         click.echo(f"{input}: note: its content reads as {guess} (mapc detect); try --from {guess}", err=True)
+
+
+def detected(input: str, data: bytes) -> str:
+    """The format of `input` by its path, then its content.  Input that is not JSON (nor a codec's
+    text) is invalid data, said with the parser's line and column (exit 1); JSON of no known format
+    is a usage error asking for --from (exit 2)."""
+    fmt = detect.detect(input, data)
+    if fmt is not None:
+        return fmt
+    with fail_on(input):
+        convert.read_units(data, jsonl=is_jsonl(input))  # raises json.invalid, with the place
+    raise click.BadParameter(
+        f"cannot tell the format of {input} from its name or content; say it with --from", param_hint="INPUT"
+    )
 
 
 def _streams(from_fmt: str, to_fmt: str) -> bool:
@@ -130,7 +160,7 @@ def _convert_lines(input: str, from_fmt: str, to_fmt: str, output: str) -> None:
         try:
             with open_regular(input) as handle:  # the limit counts the bytes read, line by line
                 lines = limited_lines(handle, input_limit())
-                documents = convert.convert_lines(from_fmt, to_fmt, lines, path=document_path(input))
+                documents = convert.convert_lines(from_fmt, to_fmt, lines, path=document_path(input), options=options())
                 write_chunks(output, jsonl_chunks(documents) if is_jsonl(output) else json_chunks(documents))
         except OSError as exc:
             raise click.BadParameter(f"cannot read {input}: {exc.strerror or exc}", param_hint="INPUT") from None
@@ -145,33 +175,46 @@ def _convert_directory(
     quiet: bool,
     engine: str = "local",
     address: str | None = None,
+    skip_existing: bool = False,
 ) -> None:
     """`mapc convert DIR`: plan, convert behind a progress bar (a terminal only), report; see cli/corpus.py."""
     if outdir is None or outdir == "-":
         raise click.BadParameter("INPUT is a directory: name the output directory with -o OUTDIR", param_hint="-o")
     for fmt, param in ((from_fmt, "--from"), (to_fmt, "--to")):
-        try:  # a name mapc knows, else a spec file (spec mistakes and `events` explain themselves)
-            if fmt is not None and fmt not in convert.formats() and fmt not in catalog.aliases():
+        try:  # a spec file given by path: its mistakes are a usage error before any work
+            if fmt is not None and fmt not in convert.formats():
                 convert.program_for(fmt)
         except MapcError as exc:
             raise click.BadParameter(exc.problems[0].message if exc.problems else str(exc), param_hint=param) from None
     started = time.perf_counter()
     try:
-        plan = corpus.plan(root, outdir, to_fmt, from_fmt)
+        plan = corpus.plan(root, outdir, to_fmt, from_fmt, skip_existing=skip_existing, options=options())
     except corpus.PlanError as exc:
         raise click.BadParameter(exc.message, param_hint=exc.param) from None
     if not plan.jobs and not plan.settled:
         suffixes = "/".join(corpus.walked_suffixes(from_fmt))
         raise click.BadParameter(f"{root} holds no {suffixes} file", param_hint="INPUT")
+    results = list(plan.settled)
+
+    def interrupted() -> list[str]:  # Ctrl-C: what is done is done (every output is whole), the rest is not
+        summary = corpus.summarize(results, time.perf_counter() - started)
+        left = len(plan.jobs) - (len(results) - len(plan.settled))
+        return [
+            summary.line(),
+            f"{left} file{'s' if left != 1 else ''} not converted; the same command with --skip-existing goes on",
+        ]
+
+    on_interrupt(interrupted)
     with open_engine(engine, address, workers) as runner:  # --engine, --address: cli/engines.py
         Path(outdir).mkdir(parents=True, exist_ok=True)
-        results = list(plan.settled)
         converted = corpus.run(plan.jobs, workers, runner)
         if sys.stderr.isatty() and not quiet:
             with click.progressbar(converted, length=len(plan.jobs), file=sys.stderr) as bar:
-                results.extend(bar)
+                for result in bar:
+                    results.append(result)
         else:
-            results.extend(converted)
+            for result in converted:
+                results.append(result)
     summary = corpus.summarize(results, time.perf_counter() - started)
     for line in corpus.report_lines(summary):
         click.echo(line, err=True)
@@ -181,18 +224,29 @@ def _convert_directory(
 
 
 @click.command("detect")
-@click.argument("files", nargs=-1, required=True, metavar="FILE...")
-def detect_command(files: tuple[str, ...]) -> None:
-    """Print FILE<TAB>format for each file (path first, then content); exit 1 if any is unknown.
+@click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
+def detect_command(inputs: tuple[str, ...]) -> None:
+    """Print FILE<TAB>format for each file, and for each file under a directory INPUT (path first,
+    then content); exit 1 if any is unknown.
 
     \b
-    Example:
+    Examples:
       mapc detect tests/data/fixtures/atif/dialogue_10.json tests/data/fixtures/actf/code-repair.actf.json
+      mapc detect tests/data/fixtures
     """
     unknown = False
-    for file in files:
+    for file in walked_inputs(inputs):
         data = read_bytes(file)
         fmt = detect.detect(file, data)
         unknown |= fmt is None
         click.echo(f"{shown(file)}\t{fmt or 'unknown'}")
     sys.exit(1 if unknown else 0)
+
+
+def walked_inputs(inputs: tuple[str, ...], from_fmt: str | None = None) -> list[str]:
+    """The files of INPUT... (directories walked as `mapc convert DIR` walks them); a usage error for a
+    path that is neither a file nor a directory."""
+    try:
+        return corpus.input_files(inputs, from_fmt)
+    except corpus.PlanError as exc:
+        raise click.BadParameter(exc.message, param_hint=exc.param) from None

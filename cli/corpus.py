@@ -30,6 +30,13 @@ not even JSON fails with its parse error.  File-level problem codes: ``file.unre
 ``file.not_regular`` (a FIFO, device or socket), ``file.unwritable``, ``file.output_collision``,
 ``file.output_outside`` (a directory under OUTDIR is a symbolic link leading out of it: nothing is written
 through one), and ``internal.error`` (a bug in mapc: that file fails, the others go on).
+
+Resuming.  With ``--skip-existing`` a file whose output is already there is not read again (status
+``existing``): outputs are only ever renamed into place whole, so one that exists was written whole;
+``mapc convert DIR`` stopped by Ctrl-C goes on where it stopped.
+
+Settings.  Each job carries the command's `Options` (engine/options.py: the input limit, the residual
+limits, the duplicate-key check), so a worker, local or on Ray, converts with exactly those.
 """
 
 from __future__ import annotations
@@ -44,10 +51,11 @@ from mapc.cli.files import NotRegularFile, is_jsonl, read_limited, shown, walk, 
 from mapc.cli.output import document_bytes
 from mapc.cli.render import problem_line, unknown_field_line
 from mapc.engine import catalog, codecs, convert, detect, residual
+from mapc.engine.options import DEFAULT, Options
 from mapc.engine.problems import MapcError, Problem
 
 JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
-CONVERTED, FAILED, SKIPPED = "converted", "failed", "skipped"
+CONVERTED, FAILED, SKIPPED, EXISTING = "converted", "failed", "skipped", "existing"
 MB = 1_000_000
 
 
@@ -70,6 +78,7 @@ class Job:
     to_fmt: str
     from_fmt: str | None = None
     size: int = 0
+    options: Options = DEFAULT
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +120,7 @@ class Summary:
     unknown: tuple[tuple[str, str, int], ...] = ()
     failures: tuple[FileResult, ...] = ()
     skips: tuple[FileResult, ...] = ()
+    existing: int = 0
 
     @property
     def mb_per_second(self) -> float:
@@ -121,7 +131,8 @@ class Summary:
         return (
             f"converted {self.converted} file{'s' if self.converted != 1 else ''} "
             f"({self.documents} document{'s' if self.documents != 1 else ''}), "
-            f"{self.failed} failed, {self.skipped} skipped; "
+            f"{self.failed} failed, {self.skipped} skipped"
+            f"{f', {self.existing} already converted' if self.existing else ''}; "
             f"{self.input_bytes} input bytes in {self.seconds:.2f} s ({self.mb_per_second:.2f} MB/s)"
         )
 
@@ -177,8 +188,38 @@ def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def plan(root: str, outdir: str, to_fmt: str, from_fmt: str | None = None) -> Plan:
-    """The jobs converting every file under `root` into `outdir` (see the module docstring for the rules)."""
+def input_files(paths: Iterable[str], from_fmt: str | None = None) -> list[str]:
+    """The files named by `paths`: each file (or ``-``) as given, and for each directory the regular files
+    the walk picks up (`mapc.cli.files.walk`, as `plan` walks).  PlanError for a path that is neither,
+    or a directory that holds no such file."""
+    files: list[str] = []
+    for given in paths:
+        if given == "-" or (os.path.exists(given) and not Path(given).is_dir()):
+            files.append(given)  # a FIFO or device too: reading it says what it is
+            continue
+        if not Path(given).is_dir():
+            raise PlanError(f"cannot read {given}: no such file or directory", "INPUT")
+        errors: list[OSError] = []
+        found = [f.path for f in walk(given, walked_suffixes(from_fmt), errors) if f.size is not None]
+        if errors:
+            raise PlanError(f"cannot list {errors[0].filename}: {errors[0].strerror or errors[0]}", "INPUT")
+        if not found:
+            raise PlanError(f"{given} holds no {'/'.join(walked_suffixes(from_fmt))} file", "INPUT")
+        files.extend(found)
+    return files
+
+
+def plan(
+    root: str,
+    outdir: str,
+    to_fmt: str,
+    from_fmt: str | None = None,
+    *,
+    skip_existing: bool = False,
+    options: Options = DEFAULT,
+) -> Plan:
+    """The jobs converting every file under `root` into `outdir` (see the module docstring for the rules);
+    with `skip_existing`, a file whose output is already there is settled as `EXISTING` unread."""
     real_root, real_out = Path(os.path.realpath(root)), Path(os.path.realpath(outdir))
     if real_out == real_root:
         raise PlanError("OUTDIR is DIR itself: outputs would mix with (and could overwrite) the inputs", "-o")
@@ -220,7 +261,10 @@ def plan(root: str, outdir: str, to_fmt: str, from_fmt: str | None = None) -> Pl
             problem = Problem("file.output_collision", "", f"its output {output} would overwrite an input file")
         else:
             taken[str(out_rel)] = full
-            jobs.append(Job(full, rel, output, outdir, to_fmt, from_fmt, size))
+            if skip_existing and os.path.isfile(output) and not os.path.islink(output):
+                settled.append(FileResult(full, EXISTING))
+            else:
+                jobs.append(Job(full, rel, output, outdir, to_fmt, from_fmt, size, options))
             continue
         settled.append(FileResult(full, FAILED, input_bytes=0, problem=problem, problems=1))
     jobs.sort(key=lambda j: (-j.size, j.path))
@@ -266,7 +310,7 @@ def _write(job: Job, data: bytes) -> None:
 def convert_file(job: Job) -> FileResult:
     """Read, detect, convert and write one file; every outcome, errors included, is the returned value."""
     try:
-        data = read_limited(job.path)
+        data = read_limited(job.path, job.options.max_input_bytes)
     except NotRegularFile as exc:  # it was swapped for a FIFO or a device after the walk
         return _failed(job, 0, [Problem("file.not_regular", "", f"{exc.strerror}; mapc reads only files")])
     except OSError as exc:
@@ -281,9 +325,9 @@ def convert_file(job: Job) -> FileResult:
             # Named like the format's files but not one of them (a README.md among AgenticMD files).
             return FileResult(job.path, SKIPPED, input_bytes=len(data), reason=f"not {fmt} content")
         if fmt is None:
-            convert.read_units(data, jsonl=jsonl)  # not even JSON: that is a failure, not a skip
+            convert.read_units(data, jsonl=jsonl, options=job.options)  # not even JSON: that is a failure, not a skip
             return FileResult(job.path, SKIPPED, input_bytes=len(data), reason="not a known format")
-        stories = convert.into_storyline(fmt, data, jsonl=jsonl, path=job.rel)
+        stories = convert.into_storyline(fmt, data, jsonl=jsonl, path=job.rel, options=job.options)
         out = document_bytes(convert.from_storyline(job.to_fmt, stories))
     except MapcError as exc:
         return _failed(job, len(data), exc.problems or [Problem("internal.error", "", str(exc))])
@@ -347,7 +391,7 @@ def summarize(results: Iterable[FileResult], seconds: float) -> Summary:
     for r in results:
         for source, key, n in r.unknown:
             unknown[(source, key)] = unknown.get((source, key), 0) + n
-    by_status = {status: [r for r in results if r.status == status] for status in (CONVERTED, FAILED, SKIPPED)}
+    by_status = {r: [x for x in results if x.status == r] for r in (CONVERTED, FAILED, SKIPPED, EXISTING)}
     return Summary(
         converted=len(by_status[CONVERTED]),
         failed=len(by_status[FAILED]),
@@ -358,6 +402,7 @@ def summarize(results: Iterable[FileResult], seconds: float) -> Summary:
         unknown=tuple((source, key, n) for (source, key), n in sorted(unknown.items())),
         failures=tuple(by_status[FAILED]),
         skips=tuple(by_status[SKIPPED]),
+        existing=len(by_status[EXISTING]),
     )
 
 

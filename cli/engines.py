@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import signal
 import socket
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -61,7 +62,8 @@ class LocalEngine:
         # spawn: workers start clean (never a copy of a threaded parent), on every platform, as direct
         # children, so their CPU time is the command's (RUSAGE_CHILDREN) once the pool is shut down
         context = multiprocessing.get_context("spawn")
-        pool = ProcessPoolExecutor(max_workers=min(self.parallelism, len(items)), mp_context=context)
+        workers = min(self.parallelism, len(items))
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_ignore_interrupts)
         try:
             futures: dict[Future[Any], int] = {pool.submit(fn, item): i for i, item in enumerate(items)}
             for future in as_completed(futures):
@@ -71,6 +73,12 @@ class LocalEngine:
                     yield futures[future], exc
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _ignore_interrupts() -> None:
+    """A worker process leaves Ctrl-C to the command: the terminal sends SIGINT to the whole process group,
+    and the command stops the pool (each worker ends the batch it is on; no traceback of its own)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class RayEngine:
@@ -153,9 +161,6 @@ def open_engine(name: str, address: str | None = None, workers: int | None = Non
             "logging_level": logging.ERROR,
             "log_to_driver": False,
         }
-        settings = {k: v for k, v in os.environ.items() if k.startswith("MAPC_")}  # --max-input-bytes, …
-        if settings:  # workers on other nodes do not inherit this environment: the job carries it
-            options["runtime_env"] = {"env_vars": settings}
         target = address or os.environ.get("RAY_ADDRESS")
         if target is None:
             options["num_cpus"] = workers or os.cpu_count() or 1  # a local Ray for this job

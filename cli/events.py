@@ -12,8 +12,10 @@ from pathlib import Path
 
 import click
 
+from mapc.cli.boundary import options
 from mapc.cli.files import is_jsonl, read_bytes, write_bytes
 from mapc.cli.output import document_bytes, fail_on
+from mapc.cli.params import FORMAT
 from mapc.cli.render import problem_line, report
 from mapc.engine import convert
 from mapc.engine.problems import Problem
@@ -59,7 +61,7 @@ def append_command(file: str, to: str) -> None:
 
 @events_group.command("project")
 @click.argument("events_path", metavar="EVENTS.lance", type=click.Path(exists=True, file_okay=False))
-@click.option("--to", "fmt", default="storyline", show_default=True, metavar="FMT", help="Output format.")
+@click.option("--to", "fmt", default="storyline", show_default=True, metavar="FMT", type=FORMAT, help="Output format.")
 @click.option("-o", "--output", metavar="OUT", help="Write here (atomically) instead of stdout.")
 @click.option("--session", metavar="ID", help="Only the Storyline of this session.")
 def project_command(events_path: str, fmt: str, output: str | None, session: str | None) -> None:
@@ -80,8 +82,6 @@ def project_command(events_path: str, fmt: str, output: str | None, session: str
     """
     from mapc.store import events
 
-    if fmt not in convert.formats():
-        raise click.BadParameter(f"{fmt!r} is not one of {', '.join(convert.formats())}", param_hint="--to")
     skipped: list[Problem] = []  # rows and sessions that cannot be projected: reported, the rest still is
     notes: list[Problem] = []  # projected, but worth a look (a request whose history forks): warnings
     with fail_on(events_path):
@@ -114,7 +114,7 @@ def synthesize_command(file: str, to: str) -> None:
 
     data = read_bytes(file)
     with fail_on(file):
-        stories = convert.into_storyline(convert.STORYLINE, data, jsonl=is_jsonl(file))
+        stories = convert.into_storyline(convert.STORYLINE, data, jsonl=is_jsonl(file), options=options())
         records = [record for story in stories for record in events.synthesize(story)]
     with fail_on(to):
         events.append(Path(to), records)

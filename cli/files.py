@@ -10,13 +10,13 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import click
 
 from mapc.engine.inputs import (
     LIMIT_ENV,
     NotRegularFile,
-    input_limit,
     kind,
     limited_lines,
     open_regular,
@@ -27,32 +27,51 @@ from mapc.engine.inputs import (
 __all__ = ["LIMIT_ENV", "NotRegularFile", "input_limit", "limited_lines", "open_regular"]
 
 
-def read_limited(path: str) -> bytes:
-    """The bytes of the regular file `path`; MapcError `input.too_large` over the limit (counting the
-    bytes read, not trusting the size); `NotRegularFile` (an OSError) for a FIFO, a device, …"""
-    return read_input(path)
+def input_limit() -> int | None:
+    """The largest input, in bytes, that the running command reads (None: no limit; `--max-input-bytes`,
+    from the job's `Options`: cli/boundary.py)."""
+    from mapc.cli.boundary import options
+
+    return options().max_input_bytes
+
+
+def check_limit(path: str, limit: int | None) -> None:
+    """MapcError `input.too_large` when file `path` is over `limit` by its size (OSError when unreadable)."""
+    if limit is not None:
+        size = Path(path).stat().st_size
+        if size > limit:
+            raise too_large(size, limit)
+
+
+_COMMAND: Any = object()
+
+
+def read_limited(path: str, limit: int | None = _COMMAND) -> bytes:
+    """The bytes of the regular file `path`; MapcError `input.too_large` over `limit` (default: the
+    running command's `--max-input-bytes`), counting the bytes read, not trusting the size;
+    `NotRegularFile` (an OSError) for a FIFO, a device, …"""
+    return read_input(path, input_limit() if limit is _COMMAND else limit)
 
 
 def read_bytes(path: str) -> bytes:
     """The bytes of `path`, or of stdin for ``-``; an unreadable file is a usage error (exit 2), one
     over `--max-input-bytes` invalid input (exit 1)."""
-    from mapc.cli.output import fail_on
+    from mapc.cli.boundary import file_context
 
-    with fail_on(path):
+    limit = input_limit()
+    with file_context(path):
         if path == "-":
-            limit = input_limit()
             data = sys.stdin.buffer.read() if limit is None else sys.stdin.buffer.read(limit + 1)
             if limit is not None and len(data) > limit:
                 raise too_large(f"more than {limit}", limit)
             return data
         try:
-            return read_limited(path)
+            return read_limited(path, limit)
         except NotRegularFile as exc:
             message = f"cannot read {shown(path)}: {exc.strerror}; give its content on stdin as -"
             raise click.BadParameter(message, param_hint="INPUT") from None
         except OSError as exc:
             raise click.BadParameter(f"cannot read {shown(path)}: {exc.strerror or exc}", param_hint="INPUT") from None
-    raise AssertionError("unreachable")  # fail_on exits
 
 
 def write_chunks(path: str, chunks: Iterator[bytes]) -> None:

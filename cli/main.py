@@ -5,13 +5,15 @@ from __future__ import annotations
 import importlib
 import os
 import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import click
 
 from mapc import __version__
-from mapc.cli.files import LIMIT_ENV
-from mapc.engine.duplicates import ENV as DUPLICATES_ENV
-from mapc.engine.limits import BYTES_ENV, FIELDS_ENV
+from mapc.cli import boundary
+from mapc.cli.params import COUNT, SIZE
 
 # command name -> "module:attribute"; imported only when the command runs, so `mapc run`
 # never pays for pyarrow or lance.
@@ -36,8 +38,109 @@ COMMANDS = {
 }
 
 
+# The root options: (name, envvar, type, help).  They set the job's `Options` (engine/options.py) and
+# may be written before the subcommand or after it (`mapc convert … --max-input-bytes 10MB`).  The
+# environment variables are read here only, as another way to give these options; the engine and the
+# workers get the settings as a value, never from the environment.
+ROOT_OPTIONS: tuple[tuple[str, str | None, Any, str], ...] = (
+    (
+        "--max-input-bytes",
+        "MAPC_MAX_INPUT_BYTES",
+        SIZE,
+        "Refuse any input file larger than SIZE (100, 10k = 10,000, 1KiB = 1,024, 10MB; exit 1, input.too_large).",
+    ),
+    (
+        "--max-unknown-fields",
+        "MAPC_MAX_UNKNOWN_FIELDS",
+        COUNT,
+        "Refuse a Storyline carrying more than N unknown fields (unknown_fields.limit).",
+    ),
+    (
+        "--max-unknown-bytes",
+        "MAPC_MAX_UNKNOWN_BYTES",
+        SIZE,
+        "Refuse a Storyline whose unknown fields take more than SIZE bytes (unknown_fields.limit).",
+    ),
+    (
+        "--allow-duplicate-keys",
+        "MAPC_ALLOW_DUPLICATE_KEYS",
+        None,
+        "Keep the last value of a key repeated in one object, instead of refusing the input"
+        " (json.duplicate_key, the default).",
+    ),
+    (
+        "--reject-duplicate-keys",
+        None,
+        None,
+        "Deprecated: refusing repeated keys is the default.",
+    ),
+    (
+        "--no-cache",
+        "MAPC_NO_CACHE",
+        None,
+        "Do not use the spec cache (parsed specs and their compiled code, in MAPC_CACHE_DIR or ~/.cache/mapc).",
+    ),
+)
+
+
+def _kind(kind: Any) -> dict[str, Any]:
+    return {"is_flag": True} if kind is None else {"type": kind, "metavar": "N" if kind is COUNT else "SIZE"}
+
+
+def _root_option(name: str, kind: Any, help: str) -> click.Option:
+    """The copy of a root option a subcommand takes: it sets the job's option when written there."""
+    hidden = name == "--reject-duplicate-keys"
+    return click.Option([name], help=help, expose_value=False, callback=_set_option, hidden=hidden, **_kind(kind))
+
+
+def _set_option(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    if param.name == "no_cache":
+        if value:
+            _spec_cache(None, no_cache=True)
+    elif param.name is not None:
+        boundary.set_options(ctx, **{param.name: value})
+    return value
+
+
+def cache_directory(no_cache: bool = False) -> Path | None:
+    """Where the spec cache lives (engine/cache.py): MAPC_CACHE_DIR, else $XDG_CACHE_HOME/mapc, else
+    ~/.cache/mapc; None with --no-cache (or MAPC_NO_CACHE=1)."""
+    if no_cache:
+        return None
+    given = os.environ.get("MAPC_CACHE_DIR")
+    if given:
+        return Path(given)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "mapc"
+
+
+def _spec_cache(ctx: click.Context | None, *, no_cache: bool) -> None:
+    from mapc.engine import cache
+
+    cache.use(cache_directory(no_cache))
+    if ctx is not None:
+        ctx.call_on_close(lambda: cache.use(None))  # a caller running commands in one process: as it was
+
+
+def _with_root_options(command: click.Command) -> click.Command:
+    """Give `command` (and, for a group, every command below it) the root options, once."""
+    if getattr(command, "_mapc_root_options", False):
+        return command
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _with_root_options(sub)
+    else:
+        taken = {opt for p in command.params for opt in getattr(p, "opts", ())}
+        command.params.extend(
+            _root_option(name, kind, help) for name, _, kind, help in ROOT_OPTIONS if name not in taken
+        )
+    command._mapc_root_options = True  # type: ignore[attr-defined]
+    return command
+
+
 class LazyGroup(click.Group):
-    """A group whose commands are imported when asked for (click's documented LazyGroup)."""
+    """A group whose commands are imported when asked for (click's documented LazyGroup), each taking the
+    root options too, and each run inside the one error boundary (cli/boundary.py)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -48,73 +151,54 @@ class LazyGroup(click.Group):
             return None
         module, attr = target.split(":")
         command: click.Command = getattr(importlib.import_module(module), attr)
-        return command
+        return _with_root_options(command)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with boundary.guarded(ctx):
+            return super().invoke(ctx)
+
+
+def _root_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    for name, envvar, kind, help in reversed(ROOT_OPTIONS):
+        more = f" Env: {envvar}." if envvar else ""
+        command = click.option(name, envvar=envvar, help=help + more, hidden=envvar is None, **_kind(kind))(command)
+    return command
 
 
 @click.group(cls=LazyGroup)
 @click.version_option(__version__, prog_name="mapc")
-@click.option(
-    "--max-input-bytes",
-    type=click.IntRange(min=1),
-    envvar=LIMIT_ENV,
-    metavar="N",
-    help=f"Refuse any input file larger than N bytes (exit 1, code input.too_large). Env: {LIMIT_ENV}.",
-)
-@click.option(
-    "--max-unknown-fields",
-    type=click.IntRange(min=1),
-    envvar=FIELDS_ENV,
-    metavar="N",
-    help=f"Refuse a Storyline carrying more than N unknown fields (code unknown_fields.limit). Env: {FIELDS_ENV}.",
-)
-@click.option(
-    "--max-unknown-bytes",
-    type=click.IntRange(min=1),
-    envvar=BYTES_ENV,
-    metavar="N",
-    help=f"Refuse a Storyline whose unknown fields exceed N bytes (REFERENCE §3). Env: {BYTES_ENV}.",
-)
-@click.option(
-    "--allow-duplicate-keys",
-    is_flag=True,
-    help="Keep the last value of a key repeated in one object, instead of refusing the input"
-    f" (json.duplicate_key, the default). Env: {DUPLICATES_ENV}=1.",
-)
-@click.option(
-    "--reject-duplicate-keys",
-    is_flag=True,
-    hidden=True,
-    help="Deprecated: refusing repeated keys is the default.",
-)
-def cli(
-    max_input_bytes: int | None,
-    max_unknown_fields: int | None,
-    max_unknown_bytes: int | None,
-    allow_duplicate_keys: bool,
-    reject_duplicate_keys: bool,
-) -> None:
-    """Convert, validate and store AI-agent trajectories through the Storyline hub."""
-    settings = {
-        LIMIT_ENV: max_input_bytes,
-        FIELDS_ENV: max_unknown_fields,
-        BYTES_ENV: max_unknown_bytes,
-        DUPLICATES_ENV: 1 if allow_duplicate_keys and not reject_duplicate_keys else None,
-    }
-    # The settings travel in the environment, so worker processes of corpus jobs apply them too;
-    # they are put back when the command ends (a caller running several commands in one process).
-    saved = {env: os.environ.get(env) for env in settings}
-    for env, value in settings.items():
-        if value is not None:
-            os.environ[env] = str(value)
-    click.get_current_context().call_on_close(lambda: _restore(saved))
+@_root_options
+@click.pass_context
+def cli(ctx: click.Context, **options: Any) -> None:
+    """Convert, validate and store AI-agent trajectories through the Storyline hub.
+
+    The options above may also follow the command (mapc convert IN --to atif --max-input-bytes 10MB).
+    Exit status: 0 success, 1 invalid data, 2 usage (bad options, unusable files), 130 interrupted.
+    Shell completion: eval "$(_MAPC_COMPLETE=bash_source mapc)" (docs/cli.md).
+    """
+    _spec_cache(ctx, no_cache=bool(options.pop("no_cache", False)))
+    if options.pop("reject_duplicate_keys", False):  # the old flag: what it asked for is the default
+        options["allow_duplicate_keys"] = None
+    boundary.set_options(ctx, **options)
+    ctx.call_on_close(_codec_duplicates(ctx))
 
 
-def _restore(saved: dict[str, str | None]) -> None:
-    for env, value in saved.items():
-        if value is None:
-            os.environ.pop(env, None)
+def _codec_duplicates(ctx: click.Context) -> Callable[[], None]:
+    """Codecs (AgenticMD) take no Options yet: they read --allow-duplicate-keys from the environment
+    (engine/duplicates.py), set here for this command only and put back when it ends."""
+    from mapc.engine import duplicates
+
+    saved = os.environ.get(duplicates.ENV)
+    if boundary.options(ctx).allow_duplicate_keys:
+        os.environ[duplicates.ENV] = "1"
+
+    def restore() -> None:
+        if saved is None:
+            os.environ.pop(duplicates.ENV, None)
         else:
-            os.environ[env] = value
+            os.environ[duplicates.ENV] = saved
+
+    return restore
 
 
 def _show_warning(message: Warning | str, category: type[Warning], *args: object, **kwargs: object) -> None:

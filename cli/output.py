@@ -1,4 +1,4 @@
-"""What every command shares: JSON output bytes and the MapcError → exit 1 boundary."""
+"""What every command shares: JSON output bytes, and naming the file a MapcError is about."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from typing import Any
 import click
 import orjson
 
-from mapc.cli.render import report, warning_line
+from mapc.cli.boundary import file_context
+from mapc.cli.render import warning_line
 from mapc.engine import catalog
 from mapc.engine.compile import Program
-from mapc.engine.problems import MapcError
 
 
 def dump_json(value: Any) -> bytes:
@@ -117,20 +117,18 @@ def document_bytes(document: Any) -> bytes:
 
 @contextmanager
 def fail_on(file: str, *, as_json: bool = False) -> Iterator[None]:
-    """Report a MapcError raised inside as problems of `file` and exit 1 (invalid data).
+    """A MapcError raised inside is about `file` (unless it names its own source): the error boundary
+    (cli/boundary.py) reports its problems (as JSON with `as_json`) and exits 1.
 
     A warning raised inside that names its place (``pointer``, ``code``: a codec's notice, such as
     an edited AgenticMD view) is printed as ``warning: FILE: POINTER: message [code]``.
     """
     caught: list[warnings.WarningMessage] = []
     try:
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings(record=True) as caught, file_context(file, as_json=as_json):
             yield
-    except MapcError as exc:
+    finally:
         show_warnings(file, caught)
-        report(exc.source or file, exc.problems, as_json=as_json)
-        sys.exit(1)
-    show_warnings(file, caught)
 
 
 def show_warnings(file: str, caught: list[warnings.WarningMessage]) -> None:
@@ -143,15 +141,8 @@ def show_warnings(file: str, caught: list[warnings.WarningMessage]) -> None:
 
 
 def spec_program(spec: str) -> Program:
-    """The compiled spec named on the command line.
+    """The compiled spec named on the command line (already resolved: cli/params.py `resolve_spec`).
 
-    A name that is neither a built-in nor a file is a usage error (exit 2); a spec file with
-    mistakes is reported with its file, line and column (exit 1).
-    """
-    try:
+    A spec file with mistakes is reported with its file, line and column (exit 1)."""
+    with fail_on(spec):
         return catalog.program(spec)
-    except MapcError as exc:
-        if exc.problems and exc.problems[0].code == "spec.not_found":
-            raise click.BadParameter(exc.problems[0].message, param_hint="SPEC") from None
-        report(exc.source or spec, exc.problems)
-        sys.exit(1)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import click
 
+from mapc.cli.boundary import options
 from mapc.cli.files import document_path, is_jsonl, read_bytes, write_bytes
 from mapc.cli.output import dump_json, fail_on, spec_program
+from mapc.cli.params import resolve_spec
 from mapc.engine import convert, storyline
 
 
@@ -17,19 +19,25 @@ from mapc.engine import convert, storyline
 def run_command(spec: str, input: str, output: str | None, reverse: bool) -> None:
     """Map INPUT with SPEC (a built-in name such as `atif`, or a YAML spec path) to Storyline.
 
+    A SPEC ending in .yaml that is no file here but names a built-in (atif.yaml) runs the built-in,
+    said on stderr; `mapc spec path atif` shows where it is, to copy and edit.
+
     \b
     Examples:
       mapc run atif tests/data/fixtures/atif/support-ticket.json
-      mapc run mappings/atif.yaml trajectory.json -o story.json
+      mapc run ./my-atif.yaml trajectory.json -o story.json
       mapc run atif story.json --reverse
     """
+    spec = resolve_spec(spec)
     spec_program(spec)
     data = read_bytes(input)
     with fail_on(input):
         if reverse:
-            stories = storyline.documents(storyline.loads(data))
-            result = convert.from_storyline(spec, stories)
+            loaded = storyline.loads(data, allow_duplicate_keys=options().allow_duplicate_keys)
+            result = convert.from_storyline(spec, storyline.documents(loaded))
         else:
-            stories = convert.into_storyline(spec, data, jsonl=is_jsonl(input), path=document_path(input))
+            stories = convert.into_storyline(
+                spec, data, jsonl=is_jsonl(input), path=document_path(input), options=options()
+            )
             result = stories[0] if len(stories) == 1 else stories
     write_bytes(output, dump_json(result))

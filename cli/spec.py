@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.resources
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import orjson
 
 from mapc.cli.files import is_jsonl, read_bytes
 from mapc.cli.output import dump_json, fail_on
+from mapc.cli.params import resolve_spec
 from mapc.cli.render import report
 from mapc.engine import catalog
 from mapc.engine.problems import MapcError, Problem
@@ -20,6 +22,7 @@ from mapc.engine.values import MISSING
 
 def _spec_text(spec: str) -> tuple[str, str]:
     """(file name, YAML text) of a built-in spec name or a spec path; unreadable is a usage error."""
+    spec = resolve_spec(spec)
     if spec in catalog.shipped_names() and not Path(spec).is_file():
         return f"{spec}.yaml", catalog.spec_text(spec)
     try:
@@ -30,6 +33,10 @@ def _spec_text(spec: str) -> tuple[str, str]:
             sys.exit(1)
         known = ", ".join(catalog.shipped_names())
         raise click.BadParameter(f"{exc.problems[0].message} (built-in specs: {known})", param_hint="SPEC") from None
+
+
+def _shipped(name: str) -> Any:
+    return importlib.resources.files("mapc.mappings").joinpath(f"{name}.yaml")
 
 
 def _lint_line(problem: Problem, file: str) -> str:
@@ -72,6 +79,36 @@ def lint_command(spec: str, as_json: bool) -> None:
         if not problems:
             click.echo(f"{name}: no problems")
     sys.exit(1 if problems else 0)
+
+
+@spec_group.command("show")
+@click.argument("spec")
+def show_command(spec: str) -> None:
+    """Print SPEC's YAML: a built-in's shipped text, to copy and edit (mapc spec show atif > my-atif.yaml).
+
+    \b
+    Examples:
+      mapc spec show atif
+      mapc spec show openai-messages
+    """
+    _, text = _spec_text(spec)
+    click.echo(text, nl=not text.endswith("\n"))
+
+
+@spec_group.command("path")
+@click.argument("spec")
+def path_command(spec: str) -> None:
+    """Print where SPEC's YAML file is (a built-in's file inside the installed package).
+
+    \b
+    Example:
+      cp "$(mapc spec path atif)" my-atif.yaml
+    """
+    resolved = resolve_spec(spec)
+    if resolved in catalog.shipped_names() and not Path(resolved).is_file():
+        click.echo(str(_shipped(resolved)))
+    else:
+        click.echo(str(Path(resolved).resolve()))
 
 
 @spec_group.command("upgrade")
@@ -138,6 +175,7 @@ def table_command(spec: str) -> None:
 
 
 def _program(spec: str) -> Any:
+    spec = resolve_spec(spec)
     with fail_on(spec):
         return catalog.program(spec)
 

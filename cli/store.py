@@ -15,26 +15,17 @@ from typing import Any, Final
 
 import click
 
+from mapc.cli.boundary import on_interrupt, options
 from mapc.cli.engines import engine_options, open_engine
 from mapc.cli.files import input_limit, is_jsonl, open_regular, read_bytes, read_limited, shown, walk, write_bytes
 from mapc.cli.output import dump_json, fail_on, output_bytes, redact_options, redactor_of
+from mapc.cli.params import FORMAT
 from mapc.cli.render import report
 from mapc.engine import convert
 from mapc.engine.problems import MapcError
 from mapc.engine.redact import summary as redact_summary
 
 SUFFIXES = (".json", ".jsonl", ".ndjson")
-EVENTS_HINT = (
-    "events are Lance-only (RFC-0002 E-7): append JSONL records with `mapc events append`, "
-    "and turn events.lance into Storylines with `mapc events project`"
-)
-
-
-def _check_format(fmt: str, param: str) -> None:
-    if fmt == "events":
-        raise click.BadParameter(EVENTS_HINT, param_hint=param)
-    if fmt not in convert.formats():
-        raise click.BadParameter(f"{fmt!r} is not one of {', '.join(convert.formats())}", param_hint=param)
 
 
 def input_files(paths: tuple[str, ...]) -> list[str]:
@@ -85,7 +76,7 @@ def _input(file: str, fmt: str | None) -> Any:
     limit = input_limit()
     if limit is not None and size > limit:  # fails like any bad file, unread (read_limited refuses it by size)
         try:
-            read_limited(file)
+            read_limited(file, limit)
         except MapcError as exc:
             refused = exc.problems
     return Input(file, os.path.abspath(file), size, fmt, is_jsonl(file), refused=refused)
@@ -141,6 +132,7 @@ def _report_outcomes(outcomes: list[Any], *, as_json: bool) -> bool:
     "fmt",
     default=None,
     metavar="FMT",
+    type=FORMAT,
     help="Format of every input (storyline, atif, actf, …); default: detected per file.",
 )
 @click.option(
@@ -193,8 +185,6 @@ def store_command(
     """
     from mapc.store import dataset, ingest
 
-    if fmt is not None:
-        _check_format(fmt, "--from")
     if skip_existing and replace:
         raise click.UsageError("--skip-existing and --replace exclude each other")
     if Path(to).exists() and not Path(to).is_dir():
@@ -202,10 +192,11 @@ def store_command(
     existing = ingest.SKIP_EXISTING if skip_existing else ingest.REPLACE if replace else ingest.ERROR
     files = input_files(inputs)
     items = [_input(f, fmt) for f in files]  # unreadable files: usage error before any work
+    on_interrupt(lambda: [f"nothing stored: {to} is as it was"])  # one commit per table, made last
     with (
         open_engine(engine, address, workers) as runner,
         fail_on(to, as_json=as_json),
-        ingest.staged(Path(to), items, runner.map, existing) as job,
+        ingest.staged(Path(to), items, runner.map, existing, options()) as job,
     ):
         if _report_outcomes(job.outcomes, as_json=as_json):
             sys.exit(1)
@@ -231,7 +222,7 @@ _DATASET = click.Path(exists=True, file_okay=False)
 
 @click.command("export")
 @click.argument("dataset_dir", metavar="DATASET", type=_DATASET)
-@click.option("--to", "fmt", required=True, metavar="FMT", help="Output format (storyline, atif, …).")
+@click.option("--to", "fmt", required=True, metavar="FMT", type=FORMAT, help="Output format (storyline, atif, …).")
 @click.option("-o", "--output", metavar="OUT", help="Write here (atomically) instead of stdout.")
 @click.option("--session", metavar="ID", help="Only the documents of this session.")
 @click.option("--document", metavar="ID", help="Only the document with this document_id.")
@@ -268,7 +259,6 @@ def export_command(
     """
     from mapc.store import dataset, query, rows
 
-    _check_format(fmt, "--to")
     redactor = redactor_of(redact, redact_patterns)
     root = Path(dataset_dir)
     with fail_on(dataset_dir):

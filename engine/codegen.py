@@ -42,6 +42,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from mapc.engine import cache
 from mapc.engine.ops import CONDITIONS, candidate_code, condition_code
 from mapc.engine.pointer import escape
 from mapc.engine.program import (
@@ -1022,5 +1023,5 @@ def generate(name: str, root: Scope) -> tuple[ScopeFn, ScopeFn, str]:
     filename = f"<mapc {label}.yaml forward/reverse>"
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     namespace = dict(w.names)
-    exec(compile(source, filename, "exec"), namespace)
+    exec(cache.compiled(source, filename), namespace)  # compile(), or its bytecode from the spec cache
     return namespace["forward_root"], namespace["reverse_root"], source

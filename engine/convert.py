@@ -18,6 +18,7 @@ from mapc.engine.checks import iter_check_problems
 from mapc.engine.compile import Program
 from mapc.engine.limits import Limits
 from mapc.engine.mapped import Rebuilt
+from mapc.engine.options import DEFAULT, Options
 from mapc.engine.prepare import prepare
 from mapc.engine.problems import MapcError, Problem, in_document_order
 from mapc.engine.schema import compiled_validator
@@ -62,23 +63,24 @@ def _row_position(rows: Template, ptr: str) -> int | None:
     return None
 
 
-def read_units(data: bytes, *, jsonl: bool = False, rows: bool = False) -> list[Unit]:
+def read_units(data: bytes, *, jsonl: bool = False, rows: bool = False, options: Options = DEFAULT) -> list[Unit]:
     """Split an input file into top-level documents: an object, an array of them, or JSONL lines.
 
     For a row corpus (`rows`), an array or the JSONL lines are the rows of one document."""
+    allow = options.allow_duplicate_keys
     if jsonl:
         units = []
         for n, line in enumerate(data.splitlines(), start=1):
             if not line.strip():
                 continue
             try:
-                units.append(Unit(storyline.loads(line), line=n))
+                units.append(Unit(storyline.loads(line, allow_duplicate_keys=allow), line=n))
             except MapcError as exc:
                 raise MapcError([p.on_line(n) for p in exc.problems]) from None
         if not units:
             raise MapcError.single("input.empty", "", "the file holds no records; it cannot be empty")
         return [Unit([u.document for u in units], lines=tuple(u.line or 0 for u in units))] if rows else units
-    doc = storyline.loads(data)
+    doc = storyline.loads(data, allow_duplicate_keys=allow)
     if type(doc) is list and not rows:
         if not doc:
             raise MapcError.single("input.empty", "", "the array cannot be empty")
@@ -113,7 +115,9 @@ def input_problems(program: Program, doc: Any) -> list[Problem]:
     return in_document_order(iter_check_problems(spec.checks, doc, program.children))
 
 
-def forward_unit(program: Program, unit: Unit, path: str | None = None) -> list[dict[str, Any]]:
+def forward_unit(
+    program: Program, unit: Unit, path: str | None = None, options: Options = DEFAULT
+) -> list[dict[str, Any]]:
     """Map one top-level source document to validated Storylines (`path`: the input's relative path)."""
     try:
         doc, carried = envelope.take(unit.document, program.spec.envelope)
@@ -130,7 +134,7 @@ def forward_unit(program: Program, unit: Unit, path: str | None = None) -> list[
             for story in stories:
                 _recount(story)
         problems = [_output_problem(m.carrier, p) for m in mapped for p in storyline.check(m.story)]
-        limits = Limits.from_environment()
+        limits = Limits.of(options)
         problems += [_output_problem(m.carrier, p) for m in mapped for p in limits.problems(m.story)]
         if problems:
             raise MapcError(problems)
@@ -174,33 +178,38 @@ def _bounded_depth(fn: Callable[P, R]) -> Callable[P, R]:
 
 
 @_bounded_depth
-def into_storyline(fmt: str, data: bytes, *, jsonl: bool = False, path: str | None = None) -> list[dict[str, Any]]:
+def into_storyline(
+    fmt: str, data: bytes, *, jsonl: bool = False, path: str | None = None, options: Options = DEFAULT
+) -> list[dict[str, Any]]:
     """Every Storyline in the file `data` of format `fmt`, validated; MapcError on bad input.
 
     `path` is the file's path relative to the corpus it belongs to: formats that name their
-    documents by path (row corpora) use it, and reject an absolute one or one with `..`."""
+    documents by path (row corpora) use it, and reject an absolute one or one with `..`.
+    `options` (engine/options.py) sets the limits and the duplicate-key check."""
     codec = codecs.lookup(fmt)
     if codec is not None:  # a format that is not JSON: its own reader, then the hub's checks
         decoded = codec.decode(data, path)
-        failed = storyline.check_all(decoded, prefix=len(decoded) > 1) or _over_limits(decoded, len(decoded) > 1)
+        failed = storyline.check_all(decoded, prefix=len(decoded) > 1) or _over_limits(
+            decoded, len(decoded) > 1, options
+        )
         if failed:
             raise MapcError(failed)
         return decoded
     if fmt == STORYLINE:
-        units = read_units(data, jsonl=jsonl)
+        units = read_units(data, jsonl=jsonl, options=options)
         found = [s for u in units for s in storyline.documents(u.document)]
         prefix = len(found) > 1 or type(units[0].document) is list
-        failed = storyline.check_all(found, prefix=prefix) or _over_limits(found, prefix)
+        failed = storyline.check_all(found, prefix=prefix) or _over_limits(found, prefix, options)
         if failed:
             raise MapcError(failed)
         return found
     program = program_for(fmt)
-    units = read_units(data, jsonl=jsonl, rows=program.spec.rows is not None)
+    units = read_units(data, jsonl=jsonl, rows=program.spec.rows is not None, options=options)
     stories: list[dict[str, Any]] = []
     problems: list[Problem] = []
     for unit in units:  # every unit is checked, so one run reports every bad element or line
         try:
-            stories.extend(forward_unit(program, unit, path))
+            stories.extend(forward_unit(program, unit, path, options))
         except MapcError as exc:
             problems.extend(exc.problems)
     if problems:
@@ -208,10 +217,10 @@ def into_storyline(fmt: str, data: bytes, *, jsonl: bool = False, path: str | No
     return stories
 
 
-def _over_limits(stories: list[dict[str, Any]], prefix: bool) -> list[Problem]:
+def _over_limits(stories: list[dict[str, Any]], prefix: bool, options: Options = DEFAULT) -> list[Problem]:
     """The residual limits (`--max-unknown-fields`, `--max-unknown-bytes`) hold for Storylines read as
     they are, as for those a mapping makes (`forward_unit`)."""
-    limits = Limits.from_environment()
+    limits = Limits.of(options)
     out: list[Problem] = []
     for i, story in enumerate(stories):
         found = limits.problems(story)
@@ -231,7 +240,10 @@ def from_storyline(fmt: str, stories: list[dict[str, Any]], *, carry: bool = Tru
     problems = storyline.check_all(stories, prefix=len(stories) > 1)
     if problems:
         raise MapcError(problems)
-    if fmt == STORYLINE:
+    if fmt == STORYLINE:  # written in canonical form: empty prompt strings dropped (engine/serialize.py)
+        from mapc.engine.serialize import canonical_prompts
+
+        stories = [canonical_prompts(s) for s in stories]
         return stories[0] if len(stories) == 1 else stories
     codec = codecs.lookup(fmt)
     if codec is not None:
@@ -299,7 +311,9 @@ def streamable(from_fmt: str, to_fmt: str) -> bool:
     return target.each is None and target.spec.rows is None
 
 
-def convert_lines(from_fmt: str, to_fmt: str, lines: Iterable[bytes], *, path: str | None = None) -> Iterator[Any]:
+def convert_lines(
+    from_fmt: str, to_fmt: str, lines: Iterable[bytes], *, path: str | None = None, options: Options = DEFAULT
+) -> Iterator[Any]:
     """`convert` for JSONL read lazily (see `streamable`): the documents of each line in turn, so
     memory holds one line at a time.  Every line is checked; MapcError, with every bad line, at the end."""
     problems: list[Problem] = []
@@ -307,7 +321,7 @@ def convert_lines(from_fmt: str, to_fmt: str, lines: Iterable[bytes], *, path: s
         if not line.strip():
             continue
         try:
-            result = convert(from_fmt, to_fmt, line, path=path)
+            result = convert(from_fmt, to_fmt, line, path=path, options=options)
         except MapcError as exc:
             problems.extend(p.on_line(n) for p in exc.problems)
             continue
@@ -317,6 +331,14 @@ def convert_lines(from_fmt: str, to_fmt: str, lines: Iterable[bytes], *, path: s
         raise MapcError(problems)
 
 
-def convert(from_fmt: str, to_fmt: str, data: bytes, *, jsonl: bool = False, path: str | None = None) -> Any:
+def convert(
+    from_fmt: str,
+    to_fmt: str,
+    data: bytes,
+    *,
+    jsonl: bool = False,
+    path: str | None = None,
+    options: Options = DEFAULT,
+) -> Any:
     """`from_storyline(to, into_storyline(from, data))`."""
-    return from_storyline(to_fmt, into_storyline(from_fmt, data, jsonl=jsonl, path=path))
+    return from_storyline(to_fmt, into_storyline(from_fmt, data, jsonl=jsonl, path=path, options=options))

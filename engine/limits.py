@@ -1,19 +1,16 @@
 """Residual limits (REFERENCE.md §3 "Limits"): how many unknown fields, and how many bytes of them, a
-Storyline may carry.  Unbounded by default; the CLI's `--max-unknown-fields` and `--max-unknown-bytes`
-set them through the environment, so worker processes of a corpus job apply them too.
+Storyline may carry.  Unbounded by default; they come from the job's `Options` (engine/options.py),
+which the CLI's `--max-unknown-fields` and `--max-unknown-bytes` set.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
+from mapc.engine.options import Options
 from mapc.engine.problems import Problem
 from mapc.engine.residual import unknown_size
-
-FIELDS_ENV = "MAPC_MAX_UNKNOWN_FIELDS"
-BYTES_ENV = "MAPC_MAX_UNKNOWN_BYTES"
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,9 +21,9 @@ class Limits:
     bytes: int | None = None
 
     @classmethod
-    def from_environment(cls) -> Limits:
-        """The limits the environment sets (positive integers; anything else means unbounded)."""
-        return cls(_positive(os.environ.get(FIELDS_ENV)), _positive(os.environ.get(BYTES_ENV)))
+    def of(cls, options: Options) -> Limits:
+        """The limits a job's options set."""
+        return cls(options.max_unknown_fields, options.max_unknown_bytes)
 
     def problems(self, story: dict[str, Any]) -> list[Problem]:
         """`unknown_fields.limit` problems of a Storyline over either limit."""
@@ -41,7 +38,3 @@ class Limits:
             message = f"{n_bytes} bytes of unknown fields, over the limit of {self.bytes} (--max-unknown-bytes)"
             out.append(Problem("unknown_fields.limit", "/unknown_fields", message))
         return out
-
-
-def _positive(text: str | None) -> int | None:
-    return int(text) if text and text.isdigit() and int(text) > 0 else None

@@ -273,6 +273,12 @@ def _identity_rule(program: Program) -> Rule | None:
     return None
 
 
+def _named(story: dict[str, Any]) -> str:
+    """How a message names a Storyline: its session and trajectory."""
+    parts = [f"{key} {story[key]!r}" for key in ("session", "trajectory") if type(story.get(key)) is str]
+    return ", ".join(parts) or "no session"
+
+
 def _reverse_members(program: Program, stories: list[dict[str, Any]]) -> Rebuilt:
     assert program.each is not None
     top: dict[str, Any] = {}
@@ -290,7 +296,11 @@ def _reverse_members(program: Program, stories: list[dict[str, Any]]) -> Rebuilt
         key = ctx.key
         if key is MISSING or key is None:
             if len(stories) > 1:
-                problems.append(Problem("tree.no_member_key", f"/{n}", "several Storylines need an id each"))
+                message = (
+                    f"several Storylines make one document here, and each needs an id for its place in it: "
+                    f"Storyline {n} ({_named(story)}) has none"
+                )
+                problems.append(Problem("tree.no_member_key", f"/{n}", message))
                 continue
             key = "1"
         key = str(key)

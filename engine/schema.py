@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from mapc.engine import pointer
+from mapc.engine import cache, pointer
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.values import json_type
 
@@ -379,7 +379,7 @@ def compile_schema(schema: dict[str, Any] | bool, name: str) -> CompiledValidato
     source = gen.source(("_collect_root", "_check_root"))
     filename = _register_source(name, source)
     namespace: dict[str, Any] = {}
-    exec(compile(source, filename, "exec"), namespace)  # our own generated code, never input
+    exec(cache.compiled(source, filename), namespace)  # our own generated code, never input
     collect, check = namespace["_build"](**gen.constants)
     return CompiledValidator(name, schema, filename, source, collect, check)
 

@@ -186,6 +186,33 @@ def _prompt_without_empty_strings(value: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in value.items() if not ((k == "system" or k == "user") and _is_empty_string(v))}
 
 
+def canonical_prompts(story: dict[str, Any]) -> dict[str, Any]:
+    """`story` with its prompts in canonical form, as serialization writes them (nothing else changes):
+    empty-string ``system``/``user`` keys dropped from ``/prompt`` (and ``/prompt`` itself when that
+    leaves it empty) and from each turn's ``prompt``, except a turn's ``{"system": "", "user": ""}``,
+    the explicit clear of the document prompt (docs/formats.md)."""
+    out = dict(story)
+    prompt = out.get("prompt")
+    if type(prompt) is dict:
+        kept = _prompt_without_empty_strings(prompt)
+        if kept:
+            out["prompt"] = kept
+        else:
+            del out["prompt"]
+    turns = out.get("turns")
+    if type(turns) is list:
+        new_turns = []
+        for turn in turns:
+            value = turn.get("prompt") if type(turn) is dict else None
+            if type(value) is dict and not (
+                _is_empty_string(value.get("system")) and _is_empty_string(value.get("user"))
+            ):
+                turn = {**turn, "prompt": _prompt_without_empty_strings(value)}
+            new_turns.append(turn)
+        out["turns"] = new_turns
+    return out
+
+
 def _document_prompt(value: Any, w: _Writer) -> Any:
     if type(value) is not dict:
         return w.free(value)

@@ -311,7 +311,27 @@ _Located = plainyaml.Located  # lint places problems with it too
 
 def parse_yaml(file: str, text: str) -> tuple[Any, _Located]:
     """The plain data of spec text and where each of its nodes stands; MapcError (``spec.yaml``,
-    ``spec.duplicate_key``) for text that is not plain YAML data (engine/plainyaml.py)."""
+    ``spec.duplicate_key``) for text that is not plain YAML data (engine/plainyaml.py).
+
+    With the spec cache on (engine/cache.py), text parsed before is not parsed again: its data comes
+    back as JSON, and is checked by the reader as any spec's data is."""
+    from mapc.engine import cache
+
+    hit = cache.spec_data(text)
+    if type(hit) is dict and type(hit.get("marks")) is list:
+        try:
+            located = _Located(file)
+            located.marks = {tuple(path): (int(line), int(column)) for path, line, column in hit["marks"]}
+            return hit.get("data"), located
+        except (TypeError, ValueError):
+            pass  # not what this code writes: parse the text
+    data, located = _parse_yaml(file, text)
+    marks = [[list(path), line, column] for path, (line, column) in located.marks.items()]
+    cache.store_spec_data(text, {"data": data, "marks": marks})
+    return data, located
+
+
+def _parse_yaml(file: str, text: str) -> tuple[Any, _Located]:
     try:
         return plainyaml.load(file, text, SPEC_LIMITS)
     except plainyaml.YamlDataError as exc:

@@ -34,6 +34,7 @@ import pyarrow as pa
 
 from mapc.engine import convert, detect
 from mapc.engine.inputs import read_input
+from mapc.engine.options import DEFAULT, Options
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.views import document_id
 from mapc.store import dataset, rows
@@ -86,10 +87,13 @@ class Outcome:
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
+    """Consecutive inputs for one worker, and the job's settings (engine/options.py), pickled with them."""
+
     index: int
     inputs: tuple[Input, ...]
     staging: dataset.Staging
     skip: str = ""  # an Arrow file of the ids already stored, whose documents are left out (--skip-existing)
+    options: Options = DEFAULT
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +123,9 @@ def chunk_bytes(total: int) -> int:
     return min(MAX_CHUNK, max(MIN_CHUNK, total // 64))
 
 
-def chunks(inputs: Sequence[Input], staging: dataset.Staging, skip: str = "") -> list[Chunk]:
+def chunks(
+    inputs: Sequence[Input], staging: dataset.Staging, skip: str = "", options: Options = DEFAULT
+) -> list[Chunk]:
     """Consecutive runs of `inputs`, each closed once it holds `chunk_bytes` of input."""
     limit = chunk_bytes(sum(i.size for i in inputs))
     out: list[Chunk] = []
@@ -129,20 +135,20 @@ def chunks(inputs: Sequence[Input], staging: dataset.Staging, skip: str = "") ->
         current.append(item)
         size += item.size
         if size >= limit:
-            out.append(Chunk(len(out), tuple(current), staging, skip))
+            out.append(Chunk(len(out), tuple(current), staging, skip, options))
             current, size = [], 0
     if current or not out:
-        out.append(Chunk(len(out), tuple(current), staging, skip))
+        out.append(Chunk(len(out), tuple(current), staging, skip, options))
     return out
 
 
 # -- a worker ---------------------------------------------------------------------------------------------
 
 
-def _read(item: Input) -> bytes:
+def _read(item: Input, limit: int | None) -> bytes:
     if item.data is not None:
         return item.data
-    return read_input(item.path)  # a regular file only, and the limit counts the bytes read
+    return read_input(item.path, limit)  # a regular file only, and the limit counts the bytes read
 
 
 _SKIP_SETS: dict[str, frozenset[str]] = {}
@@ -162,14 +168,16 @@ def _skip_set(path: str) -> frozenset[str]:
     return found
 
 
-def _store_file(item: Input, builder: rows.Builder, skip: frozenset[str] = frozenset()) -> Outcome:
+def _store_file(
+    item: Input, builder: rows.Builder, skip: frozenset[str] = frozenset(), options: Options = DEFAULT
+) -> Outcome:
     """Read, detect, convert and split one file into `builder`; every outcome, errors included, is returned.
 
     Documents whose id is in `skip` are left out and counted."""
     if item.refused:
         return Outcome(item.file, FAILED, item.file, item.refused)
     try:
-        data = _read(item)
+        data = _read(item, options.max_input_bytes)
     except MapcError as exc:  # over --max-input-bytes once read (it grew after the driver looked)
         return Outcome(item.file, FAILED, item.file, exc.problems)
     except OSError as exc:
@@ -180,7 +188,7 @@ def _store_file(item: Input, builder: rows.Builder, skip: frozenset[str] = froze
         fmt = item.fmt or detect.detect(item.file, data)
         if fmt is None:
             return Outcome(item.file, SKIPPED)
-        stories = convert.into_storyline(fmt, data, jsonl=item.jsonl, path=item.document_path)
+        stories = convert.into_storyline(fmt, data, jsonl=item.jsonl, path=item.document_path, options=options)
         pointers = [f"/{i}" if len(stories) > 1 else "" for i in range(len(stories))]
         documents = []
         for story, pointer in zip(stories, pointers, strict=True):
@@ -205,7 +213,7 @@ def store_chunk(chunk: Chunk) -> ChunkResult:
     A chunk with a failed file stages nothing: the job will not be committed."""
     builder = rows.Builder()
     skip = _skip_set(chunk.skip)
-    outcomes = tuple(_store_file(item, builder, skip) for item in chunk.inputs)
+    outcomes = tuple(_store_file(item, builder, skip, chunk.options) for item in chunk.inputs)
     tables = builder.tables()
     if any(o.status == FAILED for o in outcomes):
         return ChunkResult(chunk.index, outcomes)
@@ -308,7 +316,9 @@ def _stopped(chunk: Chunk, exc: BaseException) -> ChunkResult:
 
 
 @contextmanager
-def staged(root: Path, inputs: Sequence[Input], schedule: Scheduler, existing: str = ERROR) -> Iterator[Staged]:
+def staged(
+    root: Path, inputs: Sequence[Input], schedule: Scheduler, existing: str = ERROR, options: Options = DEFAULT
+) -> Iterator[Staged]:
     """Run the workers over `inputs` and yield the `Staged` job; its staging directory is removed on leaving.
 
     `existing` says what becomes of a document whose id is already stored: `ERROR` (the commit fails),
@@ -321,7 +331,7 @@ def staged(root: Path, inputs: Sequence[Input], schedule: Scheduler, existing: s
     staging = dataset.Staging.open(root)
     try:
         skip = _write_skip_file(root, staging) if existing == SKIP_EXISTING else ""
-        work = chunks(inputs, staging, skip)
+        work = chunks(inputs, staging, skip, options)
         results: list[ChunkResult | None] = [None] * len(work)
         for index, result in schedule(store_chunk, work):
             results[index] = _stopped(work[index], result) if isinstance(result, BaseException) else result

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 from click.testing import CliRunner
+
+# The CLI's spec cache (engine/cache.py) goes to a directory of this test run, never the user's.
+os.environ.setdefault("MAPC_CACHE_DIR", tempfile.mkdtemp(prefix="mapc-test-cache-"))
 
 DATA = Path(__file__).parent / "data"
 FIXTURES = DATA / "fixtures"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from mapc.cli.main import cli
 from mapc.cli import suite
+from mapc.cli.main import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "conformance"
@@ -296,9 +296,12 @@ def test_a_broken_case_file_is_reported(runner, tmp_path):
     assert "conformance.bad_case" in result.stderr
 
 
-def test_no_suite_directory_is_a_usage_error(runner, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    assert runner.invoke(cli, ["conformance", "run"]).exit_code == 2
+def test_outside_a_checkout_the_shipped_suite_runs(runner, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no ./conformance here: the suite that ships with mapc
+    result = runner.invoke(cli, ["conformance", "run", "--format", "sharegpt"])
+    assert result.exit_code == 0, result.output
+    assert "against mapc (in-process)" in result.stdout
+    assert "sharegpt" in result.stdout
 
 
 def test_parse_answer_protocol_rules():

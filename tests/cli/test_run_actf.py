@@ -210,9 +210,11 @@ def test_atif_is_not_valid_actf(runner: CliRunner) -> None:
 
 
 def test_actf_is_not_a_valid_storyline(runner: CliRunner) -> None:
-    result = runner.invoke(cli, ["validate", str(CODE_REPAIR)])
+    result = runner.invoke(cli, ["validate", "--format", "storyline", str(CODE_REPAIR)])
     assert result.exit_code == 1
-    assert result.stderr
+    assert "missing required key 'schema_version'" in result.stderr
+    detected = runner.invoke(cli, ["validate", str(CODE_REPAIR)])
+    assert detected.exit_code == 0 and "checked as actf (detected" in detected.stderr
 
 
 def test_unreadable_actf_file_is_exit_2(runner: CliRunner, tmp_path: Path) -> None:

@@ -98,7 +98,7 @@ def test_store_reports_invalid_inputs_and_writes_nothing(tmp_path, runner):
     ("args", "message"),
     [
         (["--from", "events"], "mapc events append"),
-        (["--from", "nope"], "'nope' is not one of"),
+        (["--from", "nope"], "'nope' is not a format mapc knows"),
         (["/no/such/file.json"], "no such file"),
     ],
 )

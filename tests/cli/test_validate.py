@@ -165,9 +165,16 @@ def test_storyline_is_not_valid_atif(runner: CliRunner, tmp_path: Path) -> None:
 
 
 def test_atif_is_not_a_valid_storyline(runner: CliRunner) -> None:
-    result = runner.invoke(cli, ["validate", str(ATIF / "support-ticket.json")])
+    result = runner.invoke(cli, ["validate", "--format", "storyline", str(ATIF / "support-ticket.json")])
     assert result.exit_code == 1
-    assert ("/", "storyline.unsupported_version") in {(p, c) for _, p, c in reported(result.stderr)} or result.stderr
+    assert ("/schema_version", "storyline.unsupported_version") in {(p, c) for _, p, c in reported(result.stderr)}
+
+
+def test_validate_detects_the_format_and_says_which(runner: CliRunner) -> None:
+    path = str(ATIF / "support-ticket.json")
+    result = runner.invoke(cli, ["validate", path])
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == f"note: {path}: checked as atif (detected; say another with --format)\n"
 
 
 def test_unknown_format_is_a_usage_error(runner: CliRunner, tmp_path: Path) -> None:

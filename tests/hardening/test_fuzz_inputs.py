@@ -252,6 +252,10 @@ def test_from_storyline_with_a_hostile_value_anywhere(fmt: str, value: Any, data
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("stories", [[], [None], [1], ["s"], [[]], [deep_list()], [deep_dict()], {"a": 1}, "s"])
 def test_from_storyline_with_what_is_not_a_storyline(fmt: str, stories: Any):
+    if not isinstance(stories, dict | list):  # not Storylines at all: a TypeError with a plain message (issue 22)
+        with pytest.raises(TypeError, match="stories must be a Storyline"):
+            mapc.from_storyline(fmt, stories)
+        return
     outcome(lambda: mapc.from_storyline(fmt, stories))
 
 
