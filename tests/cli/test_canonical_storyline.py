@@ -28,4 +28,3 @@ def test_empty_prompt_strings_are_dropped_on_storyline_to_storyline(runner, tmp_
     assert mapc.check(out) == []
     again = runner.invoke(cli, ["convert", "-", "--from", "storyline", "--to", "storyline"], input=result.stdout)
     assert orjson.loads(again.stdout) == out  # canonical form is a fixed point
-

@@ -366,7 +366,7 @@ SUBAGENT_TREE = {
 def test_a_subagent_tree_comes_back_whole_from_a_format_without_trees(b: str) -> None:
     # The bug of issue 15: ATIF → ACTF → ATIF gave two documents, every step `source: agent`,
     # the agent `ACTF Agent`, timestamps of 1970; the hop back must give the tree as it was.
-    direct, back, stories, hopped = through("atif", b, orjson.dumps(SUBAGENT_TREE))
+    direct, back, _stories, hopped = through("atif", b, orjson.dumps(SUBAGENT_TREE))
     assert direct == SUBAGENT_TREE
     assert without_source(back, b) == SUBAGENT_TREE
     assert len(hopped) == 4

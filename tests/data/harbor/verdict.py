@@ -9,10 +9,9 @@ its check that local image paths exist, which needs the files); `errors` are pyd
 import json
 import sys
 
-from pydantic import ValidationError
-
 import harbor
 from harbor.models.trajectories import Trajectory
+from pydantic import ValidationError
 
 
 def verdict(doc):
