@@ -97,16 +97,19 @@ def _default_suite() -> Path:
     here = Path("conformance")
     if here.is_dir():
         return here
-    import importlib.resources
+    import importlib.util
 
-    try:  # installed: the suite is package data (pyproject.toml)
-        return Path(str(importlib.resources.files("mapc.conformance")))
-    except ModuleNotFoundError:  # an editable install made before the suite was packaged: the checkout's
-        import mapc
+    # Installed, the suite is package data (pyproject.toml): a namespace package, whose one folder is
+    # its search location (importlib.resources would hand back a MultiplexedPath, not a folder).
+    shipped = importlib.util.find_spec("mapc.conformance")
+    for location in shipped.submodule_search_locations or () if shipped is not None else ():
+        if Path(location).is_dir():
+            return Path(location)
+    import mapc  # an editable install made before the suite was packaged: the checkout's
 
-        found = Path(mapc.__file__).resolve().parent.parent / "conformance"
-        if found.is_dir():
-            return found
+    found = Path(mapc.__file__).resolve().parent.parent / "conformance"
+    if found.is_dir():
+        return found
     raise click.BadParameter("no conformance suite found: give its directory (conformance/ of mapc's repository)")
 
 
