@@ -32,7 +32,7 @@ from typing import Any, Final
 
 import orjson
 
-from mapc.engine import storyline
+from mapc.engine import duplicates, storyline
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.rules import SCHEMA_VERSION
 from mapc.engine.timestamp import TimestampError, format_rfc3339, parse_rfc3339, timestamp_ns
@@ -232,6 +232,10 @@ def parse_jsonl_lines(data: bytes) -> tuple[list[dict[str, Any]], list[int]]:
             record = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
             problems.append(Problem("json.invalid", "", f"not valid JSON: {exc}", line=n))
+            continue
+        repeated = [] if duplicates.allowed() else duplicates.problems_of(line, record)
+        if repeated:  # the record would be stored with one of the two values lost (mapc refuses by default)
+            problems.extend(p.on_line(n) for p in repeated)
             continue
         found = record_problems(record)
         problems.extend(p.on_line(n) for p in found)

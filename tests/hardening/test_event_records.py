@@ -161,3 +161,17 @@ def test_projection_is_total_over_any_record(changes):
         events.project(records, skipped=skipped)
     except MapcError as exc:
         assert exc.problems
+
+
+def test_append_refuses_a_record_that_repeats_a_key_unless_allowed(tmp_path, runner):
+    """A repeated key would be stored with one of its two values lost; refused like any input (issue 14 §7)."""
+    file = tmp_path / "in.jsonl"
+    file.write_text(json.dumps(record(0)) + "\n" + json.dumps(record(1))[:-1] + ', "kind": "other"}\n')
+    result = runner.invoke(cli, ["events", "append", str(file), "--to", str(tmp_path / "e.lance")])
+    assert result.exit_code == 1, result.output
+    assert "line 2: /kind" in result.stderr and "[json.duplicate_key]" in result.stderr
+    assert not (tmp_path / "e.lance").exists()
+    allowed = runner.invoke(
+        cli, ["--allow-duplicate-keys", "events", "append", str(file), "--to", str(tmp_path / "e.lance")]
+    )
+    assert allowed.exit_code == 0, allowed.output
