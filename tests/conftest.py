@@ -17,6 +17,25 @@ os.environ.setdefault("MAPC_CACHE_DIR", tempfile.mkdtemp(prefix="mapc-test-cache
 
 DATA = Path(__file__).parent / "data"
 FIXTURES = DATA / "fixtures"
+# A chat conversation with a secret in every place redaction looks (tests of engine/redact.py and --redact).
+SECRET_CHAT = {
+    "messages": [
+        {"role": "system", "content": "Use the key sk-proj-abcdefghijklmnopqrstuvwx for the API."},
+        {"role": "user", "content": [{"type": "text", "text": "AWS id AKIAABCDEFGHIJKLMNOP please"}]},
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "curl", "arguments": '{"header": "Authorization: Bearer abc.def.ghi12345"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "x-api-key: hunter2hunter2 ok"},
+        {"role": "assistant", "content": "Done; nothing secret here."},
+    ]
+}
 
 
 @pytest.fixture

@@ -7,28 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from conftest import SECRET_CHAT
 
 import mapc
 from mapc.cli.main import cli
 
-SECRET_CHAT = {
-    "messages": [
-        {"role": "system", "content": "Use the key sk-proj-abcdefghijklmnopqrstuvwx for the API."},
-        {"role": "user", "content": [{"type": "text", "text": "AWS id AKIAABCDEFGHIJKLMNOP please"}]},
-        {
-            "role": "assistant",
-            "tool_calls": [
-                {
-                    "id": "c1",
-                    "type": "function",
-                    "function": {"name": "curl", "arguments": '{"header": "Authorization: Bearer abc.def.ghi12345"}'},
-                }
-            ],
-        },
-        {"role": "tool", "tool_call_id": "c1", "content": "x-api-key: hunter2hunter2 ok"},
-        {"role": "assistant", "content": "Done; nothing secret here."},
-    ]
-}
 SECRETS = ("sk-proj-abcdefghijklmnopqrstuvwx", "AKIAABCDEFGHIJKLMNOP", "abc.def.ghi12345", "hunter2hunter2")
 
 

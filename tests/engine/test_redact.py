@@ -4,34 +4,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
+from conftest import SECRET_CHAT
 
 import mapc
-from mapc.cli.main import cli
 from mapc.engine.redact import Redactor, summary
-
-SECRET_CHAT = {
-    "messages": [
-        {"role": "system", "content": "Use the key sk-proj-abcdefghijklmnopqrstuvwx for the API."},
-        {"role": "user", "content": [{"type": "text", "text": "AWS id AKIAABCDEFGHIJKLMNOP please"}]},
-        {
-            "role": "assistant",
-            "tool_calls": [
-                {
-                    "id": "c1",
-                    "type": "function",
-                    "function": {"name": "curl", "arguments": '{"header": "Authorization: Bearer abc.def.ghi12345"}'},
-                }
-            ],
-        },
-        {"role": "tool", "tool_call_id": "c1", "content": "x-api-key: hunter2hunter2 ok"},
-        {"role": "assistant", "content": "Done; nothing secret here."},
-    ]
-}
 
 
 @pytest.mark.parametrize(
@@ -68,20 +47,6 @@ def test_user_patterns_and_bad_ones() -> None:
     assert summary(counts) == "redacted 1 value: user1=1"
     with pytest.raises(ValueError, match="not a regular expression"):
         Redactor.of(["("])
-
-
-def test_cli_redacts_and_reports(runner: Any, tmp_path: Path) -> None:
-    src = tmp_path / "secret.jsonl"
-    src.write_bytes(orjson.dumps(SECRET_CHAT) + b"\n")
-    out = tmp_path / "clean.jsonl"
-    result = runner.invoke(cli, ["convert", str(src), "--to", "openai-chat", "--redact", "-o", str(out)])
-    assert result.exit_code == 0, result.output
-    assert "hunter2" not in out.read_text() and "[REDACTED:" in out.read_text()
-    assert f"{src}: redacted " in result.stderr
-    bad = runner.invoke(cli, ["convert", str(src), "--to", "atif", "--redact-pattern", "("])
-    assert bad.exit_code == 2
-    plain = runner.invoke(cli, ["convert", str(src), "--to", "openai-chat"])
-    assert "hunter2hunter2" in plain.output and "redacted" not in plain.stderr
 
 
 def test_values_under_credential_keys_are_replaced_whole_and_shapes_kept() -> None:
