@@ -1,5 +1,5 @@
-"""Untrusted YAML read as plain JSON data, with limits: the one reader of mapping specs and of the
-AgenticMD frontmatter (SECURITY.md).
+"""Untrusted YAML read as plain JSON data, with limits: the one reader of mapping specs and of
+the YAML a codec reads (a Markdown frontmatter; SECURITY.md).
 
 - Only plain YAML: a tag other than map, seq, str, int, float, bool, null and merge (``<<``) is
   refused, so ``!!python/object`` and friends never construct anything.  Unquoted dates stay text

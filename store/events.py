@@ -605,16 +605,7 @@ def _sse_text(body: str) -> str | None:
     """Assistant text of an SSE stream of chat-completion chunks (``data:`` lines), or None."""
     parts: list[str] = []
     found = False
-    for line in body.splitlines():
-        if not line.startswith("data:"):
-            continue
-        data = line[5:].strip()
-        if not data or data == "[DONE]":
-            continue
-        try:
-            chunk = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            continue
+    for chunk in wire.sse_events(body):
         choices = chunk.get("choices") if type(chunk) is dict else None
         if type(choices) is list and choices and type(choices[0]) is dict:
             delta = choices[0].get("delta")
