@@ -102,7 +102,12 @@ def program_for(fmt: str) -> Program:
             "events live only in Lance: use `mapc events append` to store event records and "
             "`mapc events project` to turn them into Storylines or any other format",
         )
-    return catalog.program(catalog.aliases().get(fmt, fmt))
+    return catalog.program(fmt)  # a name, an alias or a path
+
+
+def _codec(fmt: str) -> codecs.Codec | None:
+    """The codec of `fmt`; a shipped spec's name is no codec, and asking costs no import of them."""
+    return None if fmt in catalog.shipped_names() else codecs.lookup(fmt)
 
 
 def input_problems(program: Program, doc: Any) -> list[Problem]:
@@ -186,7 +191,7 @@ def into_storyline(
     `path` is the file's path relative to the corpus it belongs to: formats that name their
     documents by path (row corpora) use it, and reject an absolute one or one with `..`.
     `options` (engine/options.py) sets the limits and the duplicate-key check."""
-    codec = codecs.lookup(fmt)
+    codec = _codec(fmt)
     if codec is not None:  # a format that is not JSON: its own reader, then the hub's checks
         decoded = codec.decode(data, path)
         failed = storyline.check_all(decoded, prefix=len(decoded) > 1) or _over_limits(
@@ -245,7 +250,7 @@ def from_storyline(fmt: str, stories: list[dict[str, Any]], *, carry: bool = Tru
 
         stories = [canonical_prompts(s) for s in stories]
         return stories[0] if len(stories) == 1 else stories
-    codec = codecs.lookup(fmt)
+    codec = _codec(fmt)
     if codec is not None:
         return codec.encode(stories)  # text (str), not a JSON value
     program = program_for(fmt)
@@ -301,7 +306,7 @@ def streamable(from_fmt: str, to_fmt: str) -> bool:
     """Whether a JSONL input converts line by line with the result of converting it whole: each line
     maps alone (not a row corpus, whose rows group across lines) and the target writes each tree of
     Storylines as its own document (Storyline itself, or a format without members or rows)."""
-    if codecs.lookup(from_fmt) is not None or codecs.lookup(to_fmt) is not None:
+    if _codec(from_fmt) is not None or _codec(to_fmt) is not None:
         return False
     if from_fmt != STORYLINE and program_for(from_fmt).spec.rows is not None:
         return False
