@@ -22,13 +22,12 @@ from conftest import DATA, FIXTURES
 from harbor_strategies import continuation_segments, harbor_documents
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from test_hops import plain, without_source
+from test_hops import is_row, plain, without_source
 
 import mapc
 from mapc.engine import pointer
 from mapc.engine.problems import MapcError
 from mapc.mappings import atif_harbor
-from mapc.mappings.openai_msg import has_value
 
 HARBOR = DATA / "harbor"
 
@@ -172,11 +171,6 @@ _SETTINGS = settings(
 )
 
 
-def _is_row(turn: dict[str, Any]) -> bool:
-    """An agent turn with output: what an OpenAI row is made of."""
-    return turn["src"] == "agent" and (has_value(turn["msg"]) or bool(turn.get("tool_calls")))
-
-
 @_SETTINGS
 @given(harbor_documents(versioned=True), st.sampled_from(["storyline", "actf", "agenticmd", "openai-msg"]))
 def test_harbor_valid_atif_stays_harbor_valid_through_every_hop(doc: dict[str, Any], via: str) -> None:
@@ -191,13 +185,15 @@ def test_harbor_valid_atif_stays_harbor_valid_through_every_hop(doc: dict[str, A
         # What B refuses, clearly: OpenAI Messages, a Storyline (the root or a subagent) without an
         # agent turn with output has no row to write (issue 15 §5: every other run converts).
         assert (via, {p.code for p in exc.problems}) == ("openai-msg", {"export.unrepresentable"})
-        assert any(not any(_is_row(t) for t in s["turns"]) for s in stories)
+        assert any(not any(is_row(t) for t in s["turns"]) for s in stories)
         return
     back = mapc.from_storyline("atif", hopped)
     for out in as_list(back):
         assert harbor_valid(out) == []
-    # and the hop law: A → B → A gives A's own round trip (B's residuals aside, tests/formats/test_hops.py)
-    assert without_source(plain(back), via) == plain(mapc.from_storyline("atif", stories))
+    # and the hop law: A → B → A gives A's own round trip (B's residuals aside, tests/formats/test_hops.py;
+    # the tree links carried for B's documents too: an ACTF task of subagents sharing a session is
+    # a subtree whose parent link ATIF alone does not give back, and ATIF says its own tree natively)
+    assert without_source(without_source(plain(back), via), "storyline") == plain(mapc.from_storyline("atif", stories))
 
 
 @_SETTINGS
