@@ -294,12 +294,162 @@ def test_openai_a_retried_call_with_the_same_history_adds_nothing_twice():
     assert [p.code for p in notes] == ["events.history_fork"]  # the second call resends less than was seen
 
 
+# --- OpenAI Responses ------------------------------------------------------------------------------------
+
+RESPONSES = DATA / "openai-responses-parallel-tools.events.jsonl"
+CONTINUED = DATA / "openai-responses-continued.events.jsonl"
+
+
+def responses(seq: int, call_id: str, request: dict[str, Any], response: Any, **http: Any) -> list[dict[str, Any]]:
+    records = call(seq, call_id, {"model": "gpt-x", **request}, response, **http)
+    records[0]["payload"]["http"]["path"] = "/v1/responses"
+    return records
+
+
+def test_responses_parallel_function_calls_and_a_streamed_answer_project_to_the_recorded_storyline():
+    notes: list[Any] = []
+    story = events.project_records(events.parse_jsonl(RESPONSES.read_bytes()), notes=notes)
+    assert story == json.loads((DATA / "openai-responses-parallel-tools.storyline.json").read_text())
+    assert notes == []  # the second request resends reasoning, both calls and both outputs: nothing new but the outputs
+    user, tools, answer = story["turns"]
+    assert (user["src"], user["msg"], user["extra"]["system"]) == (
+        "user",
+        "What's the weather in Paris and in Boston?",
+        "You are a helpful assistant.",
+    )
+    assert [c["tcid"] for c in tools["tool_calls"]] == ["call_paris_01", "call_boston_02"]
+    assert tools["tool_calls"][1]["args"] == {"location": "Boston, MA"}
+    assert [r["content"] for r in tools["observation"]["results"]] == ["18 C, clear", "9 C, rain"]
+    assert tools["reason"].startswith("**Checking two cities**")
+    assert tools["extra"]["unmapped"][0]["encrypted_content"].startswith("gAAAA")  # kept, not dropped
+    assert tools["metrics"]["reasoning_tokens"] == 64
+    assert answer["msg"] == "Paris: 18 C and clear. Boston: 9 C with rain."  # assembled from the SSE events
+    assert (answer["metrics"]["cache_read_tokens"], answer["ttft_ms"], answer["latency_ms"]) == (128, 380, 1500)
+    assert answer["extra"]["params"]["stream"] is True
+    assert storyline.check(story) == []
+
+
+def test_responses_continued_by_previous_response_id_with_a_refusal_an_error_and_a_retry():
+    records = events.parse_jsonl(CONTINUED.read_bytes())
+    assert records[5] == records[6]  # the retry duplicate the recording holds
+    notes: list[Any] = []
+    story = events.project_records(records, notes=notes)
+    assert story == json.loads((DATA / "openai-responses-continued.storyline.json").read_text())
+    assert notes == []  # previous_response_id continues the history: no fork although the input is short
+    turns = [(t["src"], t["msg"]) for t in story["turns"]]
+    assert turns == [
+        ("user", "Where is my order 4217?"),  # a string input is one user message
+        ("agent", ""),
+        ("agent", "Order 4217 has shipped and should arrive on 5 January."),
+        ("user", "Now give me the home address of the courier."),
+        ("agent", ""),
+        ("user", "OK. Can you email me the tracking link?"),
+        ("agent", ""),
+        ("agent", "I can't send email, but the tracking link is in your order confirmation."),
+    ]
+    call_turn, refused, failed = story["turns"][1], story["turns"][4], story["turns"][6]
+    assert call_turn["tool_calls"] == [{"tcid": "call_order_4217", "fn": "lookup_order", "args": {"order": 4217}}]
+    assert call_turn["observation"]["results"][0]["content"].startswith('{"status": "shipped"')
+    assert refused["extra"]["refusal"].startswith("I'm sorry")
+    assert (failed["extra"]["status"], failed["extra"]["error"]["code"]) == (429, "rate_limit_exceeded")
+
+
+def test_responses_the_retry_duplicate_is_skipped_at_append(tmp_path, runner):
+    from mapc.cli.main import cli
+
+    table = tmp_path / "events.lance"
+    result = runner.invoke(cli, ["events", "append", str(CONTINUED), "--to", str(table)])
+    assert result.exit_code == 0, result.output
+    assert "appended 10 events" in result.output and "(1 already stored, skipped)" in result.output
+    result = runner.invoke(cli, ["events", "project", str(table)])
+    assert json.loads(result.stdout) == json.loads((DATA / "openai-responses-continued.storyline.json").read_text())
+
+
+def response_sse(*events_: dict[str, Any]) -> str:
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events_)
+
+
+def test_responses_stream_deltas_alone_assemble_in_order():
+    """No .done events (a cut stream): the items, text, arguments and summary come from the deltas."""
+    stream = response_sse(
+        {"type": "response.created", "response": {"id": "r", "object": "response", "model": "m", "output": []}},
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {"type": "reasoning", "id": "rs", "summary": []},
+        },
+        {"type": "response.reasoning_summary_text.delta", "output_index": 0, "summary_index": 0, "delta": "thin"},
+        {"type": "response.reasoning_summary_text.delta", "output_index": 0, "summary_index": 0, "delta": "king"},
+        {
+            "type": "response.output_item.added",
+            "output_index": 2,
+            "item": {"type": "function_call", "id": "fc", "call_id": "c9", "name": "f", "arguments": ""},
+        },
+        {"type": "response.output_item.added", "output_index": 1, "item": {"type": "message", "role": "assistant"}},
+        {"type": "response.output_text.delta", "output_index": 1, "content_index": 0, "delta": "Hel"},
+        {"type": "response.function_call_arguments.delta", "output_index": 2, "delta": '{"a": '},
+        {"type": "response.output_text.delta", "output_index": 1, "content_index": 0, "delta": "lo"},
+        {"type": "response.function_call_arguments.delta", "output_index": 2, "delta": "[1]}"},
+    )
+    body = wire.output_item_events(wire.sse_events(stream))
+    assert [item["type"] for item in body["output"]] == ["reasoning", "message", "function_call"]
+    _, turn = events.project_records(responses(0, "c", {"input": "go", "stream": True}, stream))["turns"]
+    assert (turn["reason"], turn["msg"]) == ("thinking", "Hello")
+    assert turn["tool_calls"] == [{"tcid": "c9", "fn": "f", "args": {"a": [1]}}]
+    assert turn["extra"]["id"] == "r"
+
+
+def test_responses_done_events_replace_what_the_deltas_built_and_an_error_event_is_kept():
+    stream = response_sse(
+        {"type": "response.output_item.added", "output_index": 0, "item": {"type": "message", "role": "assistant"}},
+        {"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "delta": "partial"},
+        {"type": "response.output_text.done", "output_index": 0, "content_index": 0, "text": "complete"},
+        {"type": "error", "code": "server_error", "message": "The server had an error", "sequence_number": 4},
+    )
+    _, turn = events.project_records(responses(0, "c", {"input": "go"}, stream, body_encoding="sse"))["turns"]
+    assert turn["msg"] == "complete"
+    assert turn["extra"]["error"] == {"code": "server_error", "message": "The server had an error"}
+
+
+def test_responses_unknown_items_and_parts_are_kept_and_an_unseen_previous_response_is_reported():
+    image = {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}
+    search = {"type": "web_search_call", "id": "ws", "status": "completed", "action": {"type": "search", "query": "q"}}
+    request = {
+        "previous_response_id": "resp_never_recorded",
+        "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "see"}, image]}],
+    }
+    body = {"id": "r2", "object": "response", "output": [search], "status": "completed"}
+    notes: list[Any] = []
+    user, agent = events.project_records(responses(0, "c", request, body), notes=notes)["turns"]
+    assert (user["msg"], user["extra"]["blocks"]) == ("see", [image])
+    assert agent["extra"]["blocks"] == [search]
+    assert [(p.code, p.pointer) for p in notes] == [
+        ("events.history_unseen", 'events[session="s", call_id="c"]/payload/http/request_body/previous_response_id')
+    ]
+
+
+def test_responses_a_client_resending_history_as_items_adds_only_the_new_ones():
+    reply_ = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "A1"}]}
+    body = {"id": "r1", "object": "response", "output": [reply_]}
+    first = responses(0, "c1", {"input": [{"role": "user", "content": "Q1"}]}, body)
+    history = [
+        {"role": "user", "content": "Q1"},
+        {"role": "assistant", "content": "A1"},
+        {"role": "user", "content": "Q2"},
+    ]
+    second = responses(2, "c2", {"input": history}, {**body, "id": "r2", "output": [{**reply_, "content": "A2"}]})
+    notes: list[Any] = []
+    turns = events.project_records(first + second, notes=notes)["turns"]
+    assert [(t["src"], t["msg"]) for t in turns] == [("user", "Q1"), ("agent", "A1"), ("user", "Q2"), ("agent", "A2")]
+    assert notes == []
+
+
 # --- tables and totality ---------------------------------------------------------------------------------
 
 
 def test_every_shipped_table_is_well_formed():
     names = {t.protocol for t in wire.tables()}
-    assert names == {"anthropic-messages", "openai-chat-completions"}
+    assert names == {"anthropic-messages", "openai-chat-completions", "openai-responses"}
     for table in wire.tables():
         spec = table.spec
         assert table.paths and table.stream in wire.ASSEMBLERS
@@ -307,10 +457,11 @@ def test_every_shipped_table_is_well_formed():
             assert type(spec[section]) is dict, (table.protocol, section)
         rows = [*spec["blocks"].values(), *spec["message"].get("whole", {}).values()]
         rows += [f["rule"] for f in spec["message"].get("fields", ())]
+        rows += [o["rule"] for o in spec.get("items", {}).get("other", {}).values()]
         for row in rows:
             assert type(row["to"]) is str
             for name, where in row.items():
-                if name not in ("to", "parse"):
+                if name not in ("to", "parse", "join") or name == "join":
                     assert where == "" or where.startswith("/"), (table.protocol, row)
 
 
@@ -344,7 +495,10 @@ json_values = st.recursive(
 )
 
 
-@given(st.sampled_from(["/v1/messages", "/v1/chat/completions"]), json_values, json_values, st.booleans())
+PATHS = ["/v1/messages", "/v1/chat/completions", "/v1/responses"]
+
+
+@given(st.sampled_from(PATHS), json_values, json_values, st.booleans())
 def test_law_any_body_under_a_known_path_projects_or_fails_cleanly(path, request_body, response_body, as_sse):
     if as_sse:
         response_body = f"data: {json.dumps(response_body)}\n\n"
