@@ -322,6 +322,8 @@ def output_item_events(events: list[Any]) -> dict[str, Any]:
         if type(event) is not dict:
             continue
         kind = event.get("type")
+        if type(kind) is not str:
+            continue
         if kind in _RESPONSE_EVENTS and type(event.get("response")) is dict:
             response = {**response, **event["response"]}
         elif kind in ("response.output_item.added", "response.output_item.done") and type(event.get("item")) is dict:
@@ -513,7 +515,7 @@ def read_item(item: Any, table: Table) -> Message:
     spec = table.spec["items"]
     kind = at(item, spec["type"])
     type_key = _top(spec["type"])
-    if kind is MISSING or kind in spec.get("messages", ()):
+    if kind is MISSING or (type(kind) is str and kind in spec.get("messages", ())):
         return read_message(item, table, exclude=(type_key,))
     other = spec.get("other", {}).get(kind) if type(kind) is str else None
     role = other["role"] if other is not None else spec.get("unknown", "unknown")

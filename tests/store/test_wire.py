@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mapc.engine import storyline
@@ -204,6 +204,7 @@ def test_usage_keys_the_table_does_not_name_are_kept_in_metrics_extra():
 texts = st.text(alphabet="abc xyz", min_size=1, max_size=8)
 
 
+@settings(deadline=None)  # a first call imports and compiles; the machine is shared: no timing in laws
 @given(st.lists(st.tuples(texts, texts), min_size=1, max_size=5))
 def test_law_a_growing_conversation_projects_each_turn_once(exchanges):
     """However many calls, each user text and reply appears once, in order: history is never repeated."""
@@ -498,6 +499,7 @@ json_values = st.recursive(
 PATHS = ["/v1/messages", "/v1/chat/completions", "/v1/responses"]
 
 
+@settings(deadline=None)
 @given(st.sampled_from(PATHS), json_values, json_values, st.booleans())
 def test_law_any_body_under_a_known_path_projects_or_fails_cleanly(path, request_body, response_body, as_sse):
     if as_sse:
