@@ -27,6 +27,8 @@ A failed call whose response carries no message (an HTTP error) adds nothing to 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import importlib.resources
 from collections.abc import Callable
@@ -384,6 +386,23 @@ def response_body(payload: Any, table: Table) -> Any:
     return _json(body)
 
 
+def frame_text(payload: Any) -> str | None:
+    """The raw text of one ``http.stream.frame`` event: ``payload.http.frame`` (else the flat
+    ``frame``), UTF-8 text, or base64 bytes when ``body_encoding`` is ``base64``; None if unreadable."""
+    if type(payload) is not dict:
+        return None
+    http = _http(payload)
+    frame = http.get("frame", payload.get("frame"))
+    if type(frame) is not str:
+        return None
+    if http.get("body_encoding", payload.get("body_encoding")) == "base64":
+        try:
+            return base64.b64decode(frame, validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+    return frame
+
+
 # --- messages ---------------------------------------------------------------------------------------
 
 
@@ -645,6 +664,7 @@ class Conversation:
         temperature, stream, ...), when they differ from the last request's.
         """
         before = len(self.turns)
+        self.problems.extend(call.problems)
         self._add_call(call)
         added = self.turns[before:]
         changed = {}
@@ -772,7 +792,8 @@ class Conversation:
             turn["extra"]["status"] = call.status
         self.turns.append(turn)
         failed = (type(call.status) is int and call.status >= 400) or "error" in turn["extra"]
-        if not (failed and not message.blocks):  # an error the client got no message from is not history
+        said = [b for b in message.blocks if b["to"] != "unmapped"]
+        if not (failed and not said):  # an error the client got no message from is not history
             self.history.append(message.key())
 
     def _turn(
@@ -867,6 +888,7 @@ class Call:
     ttft_ms: int | None = None
     status: Any = None
     where: str | None = None  # how a problem names the call (its session and call_id)
+    problems: list[Problem] = field(default_factory=list)  # found while gathering it (an unreadable frame)
 
 
 def _q(value: Any) -> str:

@@ -445,6 +445,61 @@ def test_responses_a_client_resending_history_as_items_adds_only_the_new_ones():
     assert notes == []
 
 
+# --- http.stream.frame events -------------------------------------------------------------------------------
+
+FRAMES = DATA / "anthropic-stream-frames.events.jsonl"
+
+
+def test_stream_frames_are_the_streamed_body_in_seq_order_deduplicated_with_the_error_and_retry():
+    records = events.parse_jsonl(FRAMES.read_bytes())
+    frames = [r for r in records if r["kind"] == "http.stream.frame"]
+    assert [r["seq"] for r in frames] != sorted(r["seq"] for r in frames)  # appended out of order
+    assert len(frames) == 14 and len({r["event_id"] for r in frames}) == 13  # one redelivered
+    notes: list[Any] = []
+    story = events.project_records(records, notes=notes)
+    assert story == json.loads((DATA / "anthropic-stream-frames.storyline.json").read_text())
+    assert notes == []  # the 529 answer is not history: the retry resends the same messages
+    _, tool_turn, failed, answer = story["turns"]
+    assert tool_turn["msg"] == "Let me read the file."  # the redelivered frame is not doubled
+    assert tool_turn["tool_calls"] == [{"tcid": "toolu_01ReadMe", "fn": "read_file", "args": {"path": "README.md"}}]
+    assert (tool_turn["ttft_ms"], tool_turn["latency_ms"]) == (300, 780)  # first frame's offset; the last frame
+    assert tool_turn["metrics"] == {"input_tokens": 390, "output_tokens": 48}
+    assert (failed["extra"]["status"], failed["extra"]["error"]["type"]) == (529, "overloaded_error")
+    assert answer["msg"] == "README.md says mapc converts agent trajectories."
+
+
+def test_frames_without_a_response_record_and_an_unreadable_frame_is_reported():
+    request = {"model": "x", "stream": True, "messages": [{"role": "user", "content": "go"}]}
+    records = call(0, "c", request, None)[:1]
+    texts = [
+        sse({"type": "message_start", "message": {"id": "m", "content": []}}),
+        sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "done"}}),
+    ]
+    for n, frame in enumerate([texts[1], "%%%not base64", texts[0]]):
+        http = {"frame": frame, "body_encoding": "base64"} if n == 1 else {"frame": frame}
+        records.append(
+            {
+                "source": "proxy",
+                "session_id": "s",
+                "call_id": "c",
+                "seq": [5, 4, 3][n],
+                "kind": "http.stream.frame",
+                "timestamp_unix_ms": 2000 + n,
+                "payload": {"http": http},
+            }
+        )
+    notes: list[Any] = []
+    _, turn = events.project_records(records, notes=notes)["turns"]
+    assert (turn["msg"], turn["extra"]["seq"], turn["ttft_ms"]) == (
+        "done",
+        5,
+        2002,
+    )  # the first frame by seq (3) came at 2002 ms
+    assert [(p.code, p.pointer) for p in notes] == [
+        ("events.bad_frame", 'events[call_id="c", seq=4]/payload/http/frame')
+    ]
+
+
 # --- tables and totality ---------------------------------------------------------------------------------
 
 
