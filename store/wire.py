@@ -368,10 +368,57 @@ def output_item_events(events: list[Any]) -> dict[str, Any]:
     return response
 
 
+def candidate_chunks(chunks: list[Any]) -> dict[str, Any]:
+    """The response a stream of candidate chunks describes (the body a non-streamed call returns).
+
+    Each chunk is a whole response object holding the next parts of candidate 0: its
+    ``content.parts`` are appended in order, a text part joining the text part before it when
+    both hold only ``text`` (and the same ``thought`` flag); the last ``finishReason``,
+    ``safetyRatings``, ``usageMetadata``, ``modelVersion`` and ``responseId`` are kept.
+    Candidates other than index 0 are kept whole in ``other_candidates``.
+    """
+    body: dict[str, Any] = {}
+    candidate: dict[str, Any] = {}
+    parts: list[Any] = []
+    role = None
+    others = []
+    for chunk in chunks:
+        if type(chunk) is not dict:
+            continue
+        body.update({k: v for k, v in chunk.items() if k != "candidates"})
+        for found in chunk.get("candidates") if type(chunk.get("candidates")) is list else []:
+            if type(found) is not dict:
+                continue
+            if found.get("index", 0) != 0:
+                others.append(found)
+                continue
+            candidate.update({k: v for k, v in found.items() if k != "content"})
+            content = found.get("content") if type(found.get("content")) is dict else {}
+            role = content.get("role", role)
+            for part in content.get("parts") if type(content.get("parts")) is list else []:
+                last = parts[-1] if parts else None
+                if _plain_text(part) and _plain_text(last) and part.get("thought") == last.get("thought"):
+                    parts[-1] = {**last, "text": last["text"] + part["text"]}
+                else:
+                    parts.append(part)
+    content_out: dict[str, Any] = {"parts": parts}
+    if role is not None:
+        content_out["role"] = role
+    body["candidates"] = [{**candidate, "content": content_out}]
+    if others:
+        body["other_candidates"] = others
+    return body
+
+
+def _plain_text(part: Any) -> bool:
+    return type(part) is dict and type(part.get("text")) is str and set(part) <= {"text", "thought"}
+
+
 ASSEMBLERS: Final[dict[str, Callable[[list[Any]], dict[str, Any]]]] = {
     "content-block-events": content_block_events,
     "choice-delta-chunks": choice_delta_chunks,
     "output-item-events": output_item_events,
+    "candidate-chunks": candidate_chunks,
 }
 
 
@@ -416,19 +463,24 @@ class Message:
 
     def key(self) -> bytes:
         """What history matching compares: src, texts, tool-call and tool-result ids (not reasoning)."""
-        parts = []
+        parts: list[list[Any]] = []
         for block in self.blocks:
             if block["to"] == "msg":
-                if block["text"]:  # "" and absent content are the same message (content: null vs "")
+                if not block["text"]:  # "" and absent content are the same message (content: null vs "")
+                    continue
+                if parts and parts[-1][0] == "msg":  # a text streamed in pieces is resent as one
+                    parts[-1][1] += block["text"]
+                else:
                     parts.append(["msg", block["text"]])
             elif block["to"] in ("tool_call", "observation"):
-                parts.append([block["to"], block["id"]])
+                name = block.get("fn" if block["to"] == "tool_call" else "name")
+                parts.append([block["to"], block.get("id", ["by-name", name])])
             elif block["to"] == "extra":
                 parts.append(["extra", block["block"]])
         return orjson.dumps([self.src, parts], option=orjson.OPT_SORT_KEYS)
 
 
-def read_block(block: Any, rule: dict[str, Any]) -> dict[str, Any]:
+def read_block(block: Any, rule: dict[str, Any], kind_key: str = "type") -> dict[str, Any]:
     """One value read by one table row: ``to`` and the named pointers' values.
 
     Names listed in the row's ``parse`` hold JSON text (tool-call arguments) and are parsed; text
@@ -436,10 +488,10 @@ def read_block(block: Any, rule: dict[str, Any]) -> dict[str, Any]:
     a list of parts is their texts joined by a blank line (a reasoning summary).  Keys of an object
     that the row does not read are kept in ``unmapped``.  A row whose text or id is missing or of
     the wrong type keeps the value whole (``to: extra``), so nothing is lost to a table that does
-    not fit.
+    not fit.  `kind_key` is the key that said which row this is (not unmapped).
     """
     read: dict[str, Any] = {"to": rule["to"]}
-    names = {k: v for k, v in rule.items() if k not in ("to", "parse", "join")}
+    names = {k: v for k, v in rule.items() if k not in ("to", "parse", "join", "ids")}
     for name, where in names.items():
         value = at(block, where)
         if value is not MISSING:
@@ -451,29 +503,41 @@ def read_block(block: Any, rule: dict[str, Any]) -> dict[str, Any]:
         if type(read.get(name)) is str:
             with contextlib.suppress(orjson.JSONDecodeError):  # text that is not JSON stays a string
                 read[name] = orjson.loads(read[name])
-    if type(block) is dict:
-        used = {pointer.parse(where)[0] for where in names.values() if where != ""}
-        residue = {k: v for k, v in block.items() if k not in used and k != "type"}
-        if residue and "" not in names.values():  # keys the table does not read: kept, not dropped
+    if type(block) is dict and "" not in names.values():  # keys the table does not read: kept, not dropped
+        residue = _residue(block, [pointer.parse(where) for where in names.values()] + [(kind_key,), ("type",)])
+        if residue is not MISSING:
             read["unmapped"] = {"type": block["type"], **residue} if "type" in block else residue
     if read["to"] in ("msg", "reason") and type(read.get("text")) is not str:
         return {"to": "extra", "block": block}
     if read["to"] in ("tool_call", "observation") and type(read.get("id")) is not str:
-        return {"to": "extra", "block": block}
+        # ``ids: optional`` (Gemini): a call without an id is matched by its name (`Conversation`)
+        name = read.get("fn" if read["to"] == "tool_call" else "name")
+        if rule.get("ids") != "optional" or "id" in read or type(name) is not str or not name:
+            return {"to": "extra", "block": block}
     return read
 
 
 def read_blocks(content: Any, table: Table) -> list[dict[str, Any]]:
-    """A message's content as tagged blocks: a string is one text block; unknown types go to extra."""
+    """A message's content as tagged blocks: a string is one text block; unknown types go to extra.
+
+    A block's kind is its ``type``, or with the table's ``part_keys`` the first of those keys it
+    holds with a value other than null or false (``{"thought": true, "text": ...}`` is a thought).
+    """
     if type(content) is str:
         content = [{"type": "text", "text": content}]
     if type(content) is not list:
         return [] if content is MISSING or content is None else [{"to": "extra", "block": content}]
     out = []
+    by_key = table.spec.get("part_keys")
     for block in content:
         kind = block.get("type") if type(block) is dict else None
+        if by_key is not None and type(block) is dict:  # parts typed by which key they hold (Gemini)
+            kind = next((k for k in by_key if block.get(k) not in (None, False)), None)
         rule = table.spec["blocks"].get(kind) if type(kind) is str else None
-        out.append({"to": "extra", "block": block} if rule is None else read_block(block, rule))
+        if rule is None:
+            out.append({"to": "extra", "block": block})
+        else:
+            out.append(read_block(block, rule, kind if by_key is not None else "type"))
     return out
 
 
@@ -654,6 +718,8 @@ class Conversation:
     problems: list[Problem] = field(default_factory=list)
     declared: dict[str, Any] = field(default_factory=dict)  # the system prompt, tools and params last sent
     responses: dict[str, int] = field(default_factory=dict)  # response id → history length after it
+    unanswered: dict[str, list[str]] = field(default_factory=dict)  # fn → tcids of id-less calls, oldest first
+    derived: dict[str, int] = field(default_factory=dict)  # fn → id-less calls numbered so far
 
     def add_call(self, call: Call) -> list[dict[str, Any]]:
         """Add one request/response pair: what is new in the request, then the response.
@@ -735,6 +801,12 @@ class Conversation:
         rest = [b for b in message.blocks if b["to"] != "observation"]
         orphans = []
         for result in results:
+            if "id" not in result:  # an id-less result (Gemini) answers the oldest open call of its name
+                waiting = self.unanswered.get(result["name"], [])
+                if not waiting:
+                    orphans.append({**result, "id": None})
+                    continue
+                result = {**result, "id": waiting.pop(0)}
             turn = self.calls.get(result["id"])
             if turn is None:
                 orphans.append(result)
@@ -751,7 +823,14 @@ class Conversation:
             turn["extra"]["role"] = message.role  # a role read as another's src (developer → system): named
         if orphans:  # a result of a call this projection never saw: kept on the message that carried it
             turn["observation"] = {
-                "results": [{"source_call_id": r["id"], "content": r.get("content")} for r in orphans]
+                "results": [
+                    {
+                        "source_call_id": r["id"],
+                        **({"name": r["name"]} if "name" in r else {}),
+                        "content": r.get("content"),
+                    }
+                    for r in orphans
+                ]
             }
         turn["extra"]["message_index"] = index
         if fork_at is not None:
@@ -766,7 +845,7 @@ class Conversation:
         turn["kind"] = "llm.response"
         model = at(body, spec["response"]["model"])
         if type(model) is not str:
-            model = at(call.request_body, spec["request"]["model"])
+            model = at(call.request_body, spec["request"].get("model"))
         if type(model) is str:
             turn["model"] = model
         turn["nllm"] = 1
@@ -812,6 +891,11 @@ class Conversation:
         for b in blocks:
             if b["to"] != "tool_call":
                 continue
+            if "id" not in b:  # no id on the wire (Gemini): one derived from the name, and said so
+                fn = b["fn"]
+                self.derived[fn] = self.derived.get(fn, 0) + 1
+                b = {**b, "id": f"{fn}#{self.derived[fn]}", "derived": True}
+                self.unanswered.setdefault(fn, []).append(b["id"])
             if b["id"] in self.calls or any(c["tcid"] == b["id"] for c in calls):
                 repeated.append(b)  # an id already used (an edited history resends it): tcid is unique
                 continue
@@ -819,6 +903,8 @@ class Conversation:
             if type(one["fn"]) is not str or not one["fn"]:
                 one["fn"] = "unknown"  # Storyline needs a name; what the wire held is kept beside it
                 one["extra"] = {"fn": b.get("fn")}
+            if b.get("derived"):
+                one["extra"] = {"tcid_derived": True}  # the wire gave no id: tcid is fn#n, not the wire's
             calls.append(one)
             self.calls[b["id"]] = turn
         if calls:

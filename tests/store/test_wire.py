@@ -500,12 +500,69 @@ def test_frames_without_a_response_record_and_an_unreadable_frame_is_reported():
     ]
 
 
+# --- Gemini generateContent -----------------------------------------------------------------------------
+
+GEMINI = DATA / "gemini-parallel-tools.events.jsonl"
+
+
+def test_gemini_id_less_parallel_calls_a_streamed_answer_and_a_blocked_prompt_project_to_the_recorded_storyline():
+    notes: list[Any] = []
+    story = events.project_records(events.parse_jsonl(GEMINI.read_bytes()), notes=notes)
+    assert story == json.loads((DATA / "gemini-parallel-tools.storyline.json").read_text())
+    assert notes == []  # the streamed answer, resent as one text part, is the history it was
+    _, tools, answer, question, blocked = story["turns"]
+    assert {t["extra"]["protocol"] for t in story["turns"]} == {"gemini-generate-content"}
+    assert tools["reason"].startswith("**Two lookups**")  # a thought part
+    assert [(c["tcid"], c["args"], c["extra"]) for c in tools["tool_calls"]] == [
+        ("get_weather#1", {"location": "Paris, France"}, {"tcid_derived": True}),
+        ("get_weather#2", {"location": "Boston, MA"}, {"tcid_derived": True}),
+    ]
+    assert [(r["source_call_id"], r["content"]["temperature"]) for r in tools["observation"]["results"]] == [
+        ("get_weather#1", "18 C"),
+        ("get_weather#2", "9 C"),
+    ]
+    assert tools["extra"]["unmapped"] == [{"thoughtSignature": "CiQB0e2Kb7c1dXl"}]  # kept, not dropped
+    assert answer["msg"] == "Paris: 18 C and clear. Boston: 9 C with rain."  # three chunks, one text
+    assert (answer["metrics"]["cache_read_tokens"], answer["model"]) == (64, "gemini-2.5-flash")
+    assert (question["src"], blocked["msg"], blocked["extra"]["block_reason"]) == ("user", "", "SAFETY")
+    assert blocked["extra"]["response_unmapped"]["promptFeedback"]["safetyRatings"][0]["probability"] == "HIGH"
+
+
+def test_gemini_ids_when_the_wire_has_them_and_an_answer_to_no_open_call():
+    part = {"functionCall": {"id": "fc-1", "name": "f", "args": {}}}
+    records = call(
+        0,
+        "c1",
+        {"contents": [{"role": "user", "parts": [{"text": "go"}]}]},
+        {"candidates": [{"content": {"role": "model", "parts": [part]}}]},
+    )
+    history = [
+        {"role": "user", "parts": [{"text": "go"}]},
+        {"role": "model", "parts": [part]},
+        {
+            "role": "user",
+            "parts": [
+                {"functionResponse": {"id": "fc-1", "name": "f", "response": {"ok": 1}}},
+                {"functionResponse": {"name": "g", "response": {"ok": 2}}},
+            ],
+        },
+    ]
+    records += call(2, "c2", {"contents": history}, {"candidates": [{"content": {"role": "model", "parts": []}}]})
+    for record in records[::2]:
+        record["payload"]["http"]["path"] = "/v1beta/models/gemini-2.5-pro:generateContent"
+    turns = events.project_records(records)["turns"]
+    assert turns[1]["tool_calls"] == [{"tcid": "fc-1", "fn": "f", "args": {}}]
+    assert turns[1]["observation"] == {"results": [{"source_call_id": "fc-1", "content": {"ok": 1}}]}
+    orphan = next(t for t in turns if t["src"] == "user" and "observation" in t)
+    assert orphan["observation"] == {"results": [{"source_call_id": None, "name": "g", "content": {"ok": 2}}]}
+
+
 # --- tables and totality ---------------------------------------------------------------------------------
 
 
 def test_every_shipped_table_is_well_formed():
     names = {t.protocol for t in wire.tables()}
-    assert names == {"anthropic-messages", "openai-chat-completions", "openai-responses"}
+    assert names == {"anthropic-messages", "openai-chat-completions", "openai-responses", "gemini-generate-content"}
     for table in wire.tables():
         spec = table.spec
         assert table.paths and table.stream in wire.ASSEMBLERS
@@ -517,7 +574,7 @@ def test_every_shipped_table_is_well_formed():
         for row in rows:
             assert type(row["to"]) is str
             for name, where in row.items():
-                if name not in ("to", "parse", "join") or name == "join":
+                if name not in ("to", "parse", "join", "ids") or name == "join":
                     assert where == "" or where.startswith("/"), (table.protocol, row)
 
 
@@ -538,6 +595,16 @@ json_values = st.recursive(
                     "choices",
                     "delta",
                     "usage",
+                    "contents",
+                    "parts",
+                    "candidates",
+                    "functionCall",
+                    "functionResponse",
+                    "thought",
+                    "output",
+                    "call_id",
+                    "previous_response_id",
+                    "arguments",
                     "tool_calls",
                     "input",
                     "name",
@@ -551,7 +618,7 @@ json_values = st.recursive(
 )
 
 
-PATHS = ["/v1/messages", "/v1/chat/completions", "/v1/responses"]
+PATHS = ["/v1/messages", "/v1/chat/completions", "/v1/responses", "/v1beta/models/m:streamGenerateContent"]
 
 
 @settings(deadline=None)
