@@ -22,9 +22,10 @@ from mapc.engine.options import DEFAULT, Options
 from mapc.engine.prepare import prepare
 from mapc.engine.problems import MapcError, Problem, in_document_order
 from mapc.engine.schema import compiled_validator
-from mapc.engine.template import Template
+from mapc.engine.template import Template, parse_template
 
 STORYLINE = "storyline"
+_RECORDS = parse_template("/{r}")
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -130,7 +131,7 @@ def forward_unit(
         if problems:
             raise MapcError(problems)
         stories = [m.story for m in mapped]
-        if carried or program.spec.rows is not None:
+        if carried or program.spec.rows is not None or program.spec.stream is not None:
             for story in stories:
                 _recount(story)
         problems = [_output_problem(m.carrier, p) for m in mapped for p in storyline.check(m.story)]
@@ -141,6 +142,8 @@ def forward_unit(
         return stories
     except MapcError as exc:
         rows = program.spec.rows.rows if program.spec.rows is not None else None
+        if program.spec.stream is not None:
+            rows = _RECORDS  # a stream's problems point at /{record}
         raise MapcError([unit.locate(p, rows) for p in exc.problems]) from None
 
 
@@ -204,7 +207,9 @@ def into_storyline(
             raise MapcError(failed)
         return found
     program = program_for(fmt)
-    units = read_units(data, jsonl=jsonl, rows=program.spec.rows is not None, options=options)
+    units = read_units(
+        data, jsonl=jsonl, rows=program.spec.rows is not None or program.spec.stream is not None, options=options
+    )
     stories: list[dict[str, Any]] = []
     problems: list[Problem] = []
     for unit in units:  # every unit is checked, so one run reports every bad element or line
