@@ -76,6 +76,7 @@ class Entry:
     paired: bool
     rules: tuple[Rule, ...]
     back_when: tuple[tuple[Tokens, Any], ...]
+    nested: tuple[tuple[Tokens, tuple[str, ...]], ...] = ()  # `order`: key order of inner objects
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +183,7 @@ def _conditions(value: Any, where: str, fail: Any) -> tuple[tuple[Tokens, Any], 
 
 
 def _entry(item: Any, where: str, fail: Any) -> Entry | None:
-    known = {"type", "when", "test", "keys", "turn", "paired", "rules", "back_when"}
+    known = {"type", "when", "test", "keys", "order", "turn", "paired", "rules", "back_when"}
     if not isinstance(item, dict) or not isinstance(item.get("type"), str):
         fail(where, "a record kind is a mapping with a string `type`")
         return None
@@ -196,6 +197,13 @@ def _entry(item: Any, where: str, fail: Any) -> Entry | None:
     if test is not None and not isinstance(test, str):
         fail(f"{where}/test", "`test` names a registered function")
         test = None
+    nested = []
+    for p, names in (item.get("order") or {}).items() if isinstance(item.get("order"), dict) else ():
+        tokens = _pointer(p, f"{where}/order", fail)
+        if tokens is None or not isinstance(names, list) or not all(isinstance(k, str) for k in names):
+            fail(f"{where}/order", "`order` maps a pointer to the list of its object's keys, in order")
+        else:
+            nested.append((tokens, tuple(names)))
     rules = []
     for n, r in enumerate(item.get("rules") or []):
         rule = _rule(r, f"{where}/rules/{n}", fail)
@@ -211,6 +219,7 @@ def _entry(item: Any, where: str, fail: Any) -> Entry | None:
         bool(item.get("paired", False)),
         tuple(rules),
         _conditions(item.get("back_when"), f"{where}/back_when", fail),
+        tuple(nested),
     )
 
 
@@ -344,9 +353,20 @@ def rebuild(spec: StreamSpec, entry: Entry, turn: dict[str, Any]) -> dict[str, A
             part = _fn(rule.back)(turn)
             if type(part) is dict:
                 record = _merge(record, part)
-    if entry.order:  # the format's own key order, then the rest as written
-        rank = {k: n for n, k in enumerate(entry.order)}
-        record = dict(sorted(record.items(), key=lambda kv: rank.get(kv[0], len(rank))))
+    return record
+
+
+def ordered(spec: StreamSpec, record: Any) -> Any:
+    """The record's keys in the order its entry's `keys` list them (then the others, as they are):
+    the format's own order, so a rebuilt record reads as the original did."""
+    entry = entry_of(spec, record) if type(record) is dict else None
+    if entry is None:
+        return record
+    for at, names in ((), entry.order), *entry.nested:
+        inner = pointer.resolve(record, at)
+        if names and type(inner) is dict:
+            rank = {k: n for n, k in enumerate(names)}
+            record = _put(record, at, dict(sorted(inner.items(), key=lambda kv: rank.get(kv[0], len(rank)))))
     return record
 
 
@@ -642,7 +662,7 @@ def _in_place(spec: StreamSpec, story: dict[str, Any], fields: dict[str, Any], n
             )
         for tokens, value in parts.get(i, ()):
             record = _put(record, tokens, value)
-        records.append(record)
+        records.append(record if i in whole else ordered(spec, record))
         i += 1
     if unclaimed:
         raise MapcError.single(

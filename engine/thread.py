@@ -13,7 +13,9 @@ Records the chain does not reach but that belong with it join it, until nothing 
   active record: parts of one message written as separate records;
 - a record paired with an active record (`rescue`: ids a record answers, ids a record asks): a
   tool result written as a sibling of the next call;
-- a descendant of the leaf (records written after the last turn, e.g. a closing summary).
+- a descendant of the leaf (records written after the last turn, e.g. a closing summary);
+- a root written before the chain's first record (its parent is null, or not in this stream: a
+  child stream's opening records name records of the parent's).
 
 Records without an id are not threaded and are active.  Everything else is another branch: the
 stream module keeps it whole, never drops it.  The active records keep their file order, which
@@ -93,6 +95,10 @@ def active(
         parent = parent_of(thread, records[i])
         i = by_id.get(parent) if parent is not MISSING else None
     out |= seen
+    first = min(seen)
+    for j in sorted(threaded):  # roots before the chain: a child stream's records that name its parent's
+        if j < first and by_id.get(parent_of(thread, records[j])) is None:
+            out.add(j)
     out |= _descendants(thread, records, leaf, by_id, threaded)
     changed = True
     while changed:
