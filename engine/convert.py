@@ -81,6 +81,8 @@ def read_units(data: bytes, *, jsonl: bool = False, rows: bool = False, options:
                 raise MapcError([p.on_line(n) for p in exc.problems]) from None
         if not units:
             raise MapcError.single("input.empty", "", "the file holds no records; it cannot be empty")
+        if rows and len(units) == 1 and type(units[0].document) is list:  # the records as one JSON array
+            return [Unit(units[0].document)]
         return [Unit([u.document for u in units], lines=tuple(u.line or 0 for u in units))] if rows else units
     doc = storyline.loads(data, allow_duplicate_keys=allow)
     if type(doc) is list and not rows:
@@ -208,9 +210,8 @@ def into_storyline(
             raise MapcError(failed)
         return found
     program = program_for(fmt)
-    units = read_units(
-        data, jsonl=jsonl, rows=program.spec.rows is not None or program.spec.stream is not None, options=options
-    )
+    stream = program.spec.stream is not None  # an event stream is JSONL, whatever the file is called
+    units = read_units(data, jsonl=jsonl or stream, rows=program.spec.rows is not None or stream, options=options)
     stories: list[dict[str, Any]] = []
     problems: list[Problem] = []
     for unit in units:  # every unit is checked, so one run reports every bad element or line

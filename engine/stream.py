@@ -620,6 +620,8 @@ def reverse(spec: StreamSpec, source: str, stories: list[dict[str, Any]]) -> lis
 
 
 def _in_place(spec: StreamSpec, story: dict[str, Any], fields: dict[str, Any], n: int) -> list[Any]:
+    if type(fields.get(ROOT)) is list:  # the whole stream was kept (a hop could not say it)
+        return list(fields[ROOT])
     whole: dict[int, Any] = {}
     parts: dict[int, list[tuple[Tokens, Any]]] = {}
     for ptr, value in fields.items():
