@@ -8,6 +8,7 @@ the engine knows no format by name.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -22,9 +23,10 @@ from mapc.engine.options import DEFAULT, Options
 from mapc.engine.prepare import prepare
 from mapc.engine.problems import MapcError, Problem, in_document_order
 from mapc.engine.schema import compiled_validator
-from mapc.engine.template import Template
+from mapc.engine.template import Template, parse_template
 
 STORYLINE = "storyline"
+_RECORDS = parse_template("/{r}")
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -79,6 +81,8 @@ def read_units(data: bytes, *, jsonl: bool = False, rows: bool = False, options:
                 raise MapcError([p.on_line(n) for p in exc.problems]) from None
         if not units:
             raise MapcError.single("input.empty", "", "the file holds no records; it cannot be empty")
+        if rows and len(units) == 1 and type(units[0].document) is list:  # the records as one JSON array
+            return [Unit(units[0].document)]
         return [Unit([u.document for u in units], lines=tuple(u.line or 0 for u in units))] if rows else units
     doc = storyline.loads(data, allow_duplicate_keys=allow)
     if type(doc) is list and not rows:
@@ -135,7 +139,7 @@ def forward_unit(
         if problems:
             raise MapcError(problems)
         stories = [m.story for m in mapped]
-        if carried or program.spec.rows is not None:
+        if carried or program.spec.rows is not None or program.spec.stream is not None:
             for story in stories:
                 _recount(story)
         problems = [_output_problem(m.carrier, p) for m in mapped for p in storyline.check(m.story)]
@@ -146,6 +150,8 @@ def forward_unit(
         return stories
     except MapcError as exc:
         rows = program.spec.rows.rows if program.spec.rows is not None else None
+        if program.spec.stream is not None:
+            rows = _RECORDS  # a stream's problems point at /{record}
         raise MapcError([unit.locate(p, rows) for p in exc.problems]) from None
 
 
@@ -209,7 +215,8 @@ def into_storyline(
             raise MapcError(failed)
         return found
     program = program_for(fmt)
-    units = read_units(data, jsonl=jsonl, rows=program.spec.rows is not None, options=options)
+    stream = program.spec.stream is not None  # an event stream is JSONL, whatever the file is called
+    units = read_units(data, jsonl=jsonl or stream, rows=program.spec.rows is not None or stream, options=options)
     stories: list[dict[str, Any]] = []
     problems: list[Problem] = []
     for unit in units:  # every unit is checked, so one run reports every bad element or line
@@ -311,12 +318,17 @@ def streamable(from_fmt: str, to_fmt: str) -> bool:
     Storylines as its own document (Storyline itself, or a format without members or rows)."""
     if _codec(from_fmt) is not None or _codec(to_fmt) is not None:
         return False
-    if from_fmt != STORYLINE and program_for(from_fmt).spec.rows is not None:
+    if from_fmt != STORYLINE and not _one_document_a_line(program_for(from_fmt)):
         return False
     if to_fmt == STORYLINE:
         return True
     target = program_for(to_fmt)
-    return target.each is None and target.spec.rows is None
+    return target.each is None and _one_document_a_line(target)
+
+
+def _one_document_a_line(program: Program) -> bool:
+    # A row corpus groups rows across lines; an event stream is the whole file.
+    return program.spec.rows is None and program.spec.stream is None
 
 
 def convert_lines(
@@ -444,3 +456,67 @@ def _carried_home(fmt: str, stories: list[dict[str, Any]]) -> bool:
     from a shipped spec's format other than `fmt`, so the envelope holds all that way back needs."""
     names = set(catalog.shipped_names())
     return all((s.get("origin") or {}).get("format") in names - {fmt} for s in stories)
+
+
+# --- event streams: companion files and drift -------------------------------------------------------
+
+
+def companions_pattern(fmt: str) -> str | None:
+    """For an event-stream format whose streams have child streams in files beside them (Claude
+    Code's subagent transcripts), the spec's glob of those files relative to the stream's file,
+    with ``{stem}`` the file's name without its suffix; None otherwise."""
+    if fmt == STORYLINE or codecs.lookup(fmt) is not None:
+        return None
+    spec = program_for(fmt).spec
+    return spec.stream.children.files if spec.stream is not None and spec.stream.children is not None else None
+
+
+def into_storyline_with(
+    fmt: str,
+    data: bytes,
+    companions: Iterable[tuple[str, bytes]],
+    *,
+    path: str | None = None,
+    options: Options = DEFAULT,
+) -> list[dict[str, Any]]:
+    """`into_storyline` of an event stream and its companion streams (relative path, bytes): the
+    stream's Storyline first, then one child Storyline per companion, linked by parent/children.
+    Problems of a companion name it (its path before the pointer)."""
+    from mapc.engine import stream
+
+    program = program_for(fmt)
+    spec = program.spec.stream
+    stories = into_storyline(fmt, data, jsonl=True, path=path, options=options)
+    if spec is None or spec.children is None:
+        return stories
+    children: list[tuple[dict[str, Any], Any]] = []
+    problems: list[Problem] = []
+    for rel, raw in companions:
+        try:
+            child = into_storyline(fmt, raw, jsonl=True, path=rel, options=options)
+            children.append((child[0], [u.document for u in read_units(raw, jsonl=True, options=options)]))
+        except MapcError as exc:
+            problems.extend(dataclasses.replace(p, message=f"{rel}: {p.message}") for p in exc.problems)
+    if problems:
+        raise MapcError(problems)
+    records = [u.document for u in read_units(data, jsonl=True, options=options)]
+    stream.link(spec, stories[0], records, children)
+    out = [stories[0], *(c for c, _ in children)]
+    failed = storyline.check_all(out, prefix=True)
+    if failed:
+        raise MapcError(failed)
+    return out
+
+
+def drift(fmt: str, data: bytes, options: Options = DEFAULT) -> list[str]:
+    """What an event stream holds that its format's spec does not know (record types, keys, versions
+    it was not checked against), one message per kind; [] for every other format."""
+    from mapc.engine import stream
+
+    if fmt == STORYLINE or codecs.lookup(fmt) is not None:
+        return []
+    spec = program_for(fmt).spec.stream
+    if spec is None:
+        return []
+    records = [u.document for u in read_units(data, jsonl=True, options=options)]
+    return stream.drift(spec, records).messages(spec.checked)
