@@ -421,11 +421,15 @@ def _p(code: str, table: str, column: str, message: str, doc_id: str | None = No
 
 
 def _columns(table: pa.Table) -> dict[str, list[Any]]:
+    """Each column as Python values; a JSON cell as its UTF-8 bytes (what orjson parses without a copy:
+    a `str` would be decoded here and encoded again by the parser)."""
     out = {}
     for name in table.column_names:
         column = table.column(name)
         if pa.types.is_timestamp(column.type):
             column = column.cast(pa.int64())
+        elif name.endswith("_json") and pa.types.is_string(column.type):
+            column = column.cast(pa.binary())  # the same buffers, read as bytes
         out[name] = column.to_pylist()
     return out
 
@@ -465,7 +469,7 @@ class _Cells:
         self.table = table
         self.problems = problems
 
-    def parse(self, text: str | None, column: str, doc_id: str, **key: Any) -> Any:
+    def parse(self, text: bytes | None, column: str, doc_id: str, **key: Any) -> Any:
         if text is None:
             return None
         try:
@@ -874,7 +878,7 @@ def _attach_calls(docs: dict[str, _Doc], calls: pa.Table, problems: list[Problem
                 if value is not None:
                     call[name] = value
             derived = results.get(tcid, [])
-            if results_texts[i] != dumps(derived).decode():  # the same canonical text: the common case
+            if results_texts[i] != dumps(derived):  # the same canonical text: the common case
                 ckey = {"step_id": step_id, "call_index": indexes_all[i]}
                 _check_results(problems, results_texts[i], derived, doc_id, ckey)
             out.append(call)
@@ -896,8 +900,10 @@ def _attach_calls(docs: dict[str, _Doc], calls: pa.Table, problems: list[Problem
                 )
 
 
-def _check_results(problems: list[Problem], stored: str, derived: list[Any], doc_id: str, key: dict[str, Any]) -> None:
-    if stored == orjson.dumps(derived).decode():
+def _check_results(
+    problems: list[Problem], stored: bytes, derived: list[Any], doc_id: str, key: dict[str, Any]
+) -> None:
+    if stored == orjson.dumps(derived):
         return
     try:
         same = json_equal(orjson.loads(stored), derived)
