@@ -144,9 +144,10 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _json(value: Any) -> str | None:
-    """A JSON cell: compact text, or SQL NULL for an absent field."""
-    return None if value is None else orjson.dumps(value).decode()
+def _json(value: Any) -> bytes | None:
+    """A JSON cell: compact text (its UTF-8 bytes, `_table` makes them a string column), or SQL NULL for
+    an absent field."""
+    return None if value is None else orjson.dumps(value)
 
 
 def results_by_call(observation: Any) -> dict[str, list[Any]]:
@@ -186,8 +187,15 @@ class Tables:
 
 def _table(schema: pa.Schema, rows: list[tuple[Any, ...]]) -> pa.Table:
     columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
-    arrays = [pa.array(col, type=field.type) for col, field in zip(columns, schema, strict=True)]
+    arrays = [_array(col, field) for col, field in zip(columns, schema, strict=True)]
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _array(values: Sequence[Any], field: pa.Field) -> pa.Array:
+    if field.name.endswith("_json"):
+        # orjson's bytes, never decoded into str objects: copied once into Arrow, checked as UTF-8 there.
+        return pa.array(values, type=pa.binary()).cast(field.type)
+    return pa.array(values, type=field.type)
 
 
 def split(docs: Iterable[dict[str, Any]], *, first_ordinal: int = 0) -> Tables:
@@ -233,10 +241,10 @@ class Builder:
         )
 
 
-def _free(value: Any) -> str | None:
+def _free(value: Any) -> bytes | None:
     """A free JSON cell: compact, object keys sorted by orjson (what `canonical_storyline` gives free
     values, without building a sorted copy first); SQL NULL for an absent field."""
-    return None if value is None else orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    return None if value is None else orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
 def _owned_parts(turns: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
@@ -329,7 +337,7 @@ def _split_one(
                 None if ts is None else timestamp_ns(ts),
                 _json(ts),
                 turn["src"],
-                dumps(turn["msg"], option=sort).decode(),
+                dumps(turn["msg"], option=sort),
                 t("reason"),
                 _free(t("effort")),
                 _free(t("metrics")),
@@ -363,9 +371,9 @@ def _split_one(
                     call_index,
                     tcid,
                     call["fn"],
-                    dumps(call["args"], option=sort).decode(),
+                    dumps(call["args"], option=sort),
                     _free(c("result")),
-                    dumps(results.get(tcid, []), option=sort).decode(),
+                    dumps(results.get(tcid, []), option=sort),
                     c("duration_ms"),
                     _free(c("extra")),
                     c("kind"),
