@@ -50,7 +50,7 @@ def append_command(file: str, to: str) -> None:
 
     data = read_bytes(file)
     with fail_on(file):
-        records, lines = events.parse_jsonl_lines(data)
+        records, lines = events.parse_jsonl_lines(data, allow_duplicate_keys=options().allow_duplicate_keys)
     with fail_on(file):  # conflicts are the input's lines
         done = events.admit(Path(to), records, lines=lines)
     message = f"appended {done.appended} event{'s' if done.appended != 1 else ''} to {to}"

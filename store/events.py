@@ -220,8 +220,9 @@ def parse_jsonl(data: bytes) -> list[dict[str, Any]]:
     return parse_jsonl_lines(data)[0]
 
 
-def parse_jsonl_lines(data: bytes) -> tuple[list[dict[str, Any]], list[int]]:
-    """`parse_jsonl`, with the line number of each record (for `admit`'s conflict reports)."""
+def parse_jsonl_lines(data: bytes, *, allow_duplicate_keys: bool = False) -> tuple[list[dict[str, Any]], list[int]]:
+    """`parse_jsonl`, with the line number of each record (for `admit`'s conflict reports).  A line
+    that repeats a key in one object is refused unless `allow_duplicate_keys` (the last value wins)."""
     records: list[dict[str, Any]] = []
     numbers: list[int] = []
     problems: list[Problem] = []
@@ -233,7 +234,7 @@ def parse_jsonl_lines(data: bytes) -> tuple[list[dict[str, Any]], list[int]]:
         except orjson.JSONDecodeError as exc:
             problems.append(Problem("json.invalid", "", f"not valid JSON: {exc}", line=n))
             continue
-        repeated = [] if duplicates.allowed() else duplicates.problems_of(line, record)
+        repeated = [] if allow_duplicate_keys else duplicates.problems_of(line, record)
         if repeated:  # the record would be stored with one of the two values lost (mapc refuses by default)
             problems.extend(p.on_line(n) for p in repeated)
             continue
