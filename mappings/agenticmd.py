@@ -1,4 +1,4 @@
-"""AgenticMD (REFERENCE.md §5): a Markdown view of one Storyline that reads back losslessly.
+"""AgenticMD (docs/formats.md, "AgenticMD"): a Markdown view of one Storyline that reads back losslessly.
 
 A file is a YAML frontmatter holding the Storyline without its turns, then one block per turn::
 
@@ -460,7 +460,7 @@ def document_id(document: Document) -> str:
 
     The reference hashes its serialized ``MarkdownDocument`` with the frontmatter ``storyline``
     removed: ``{format, frontmatter_format, session_id?, agent_id?, frontmatter, blocks: [{header:
-    {type, length, …fields}, body}]}`` (REFERENCE.md §3).
+    {type, length, …fields}, body}]}`` (docs/envelope.md).
     """
     frontmatter = {k: v for k, v in document.frontmatter.items() if k != STORYLINE_KEY}
     fmt = document.frontmatter.get("format")
@@ -750,7 +750,7 @@ _FORMAT_LINE: Final = re.compile(rb"^[ \t]*format: persisting[ \t\r]*$", re.MULT
 
 def looks_like(data: bytes) -> bool:
     """Text (not JSON) that starts with ``---`` and has a ``format: persisting`` line, or holds a
-    block marker (REFERENCE.md §5)."""
+    block marker (docs/formats.md, "Detection")."""
     text = data.removeprefix(_BOM).lstrip()
     return (text.startswith(_FENCE) and _FORMAT_LINE.search(text) is not None) or MARKER in text
 

@@ -1,4 +1,4 @@
-"""``events.lance``: the append-only EventRecord log (RFC-0002, REFERENCE.md §1.2 and §4 EventRow).
+"""``events.lance``: the append-only EventRecord log (docs/formats.md, "Events").
 
 Three jobs live here:
 
@@ -47,7 +47,7 @@ MAX_MS: Final = I64_MAX // NS_PER_MS  # the last millisecond whose nanoseconds f
 MAX_DEPTH: Final = 200
 
 REQUEST_KINDS: Final = frozenset({"llm.request", "http.request"})
-FRAME_KIND: Final = "http.stream.frame"  # one raw SSE frame of a streamed response (RFC-0002 decision 2)
+FRAME_KIND: Final = "http.stream.frame"  # one raw SSE frame of a streamed response (kept, not yet projected)
 RESPONSE_KINDS: Final = frozenset({"llm.response", "llm.response.stream", "http.response", "http.response.stream"})
 
 # Optional top-level strings of an EventRecord: the identity keys, then the correlation envelope.
@@ -336,7 +336,7 @@ def _stored_ids(path: Path) -> dict[str, bytes]:
 
 
 def admit(path: Path, records: list[dict[str, Any]], *, lines: list[int] | None = None) -> Appended:
-    """Append `records` to ``events.lance`` at `path` idempotently (RFC-0002: delivery is at-least-once).
+    """Append `records` to ``events.lance`` at `path`, idempotently: delivery is at least once (docs/formats.md).
 
     Each record is checked first.  A record whose ``event_id`` is already stored (or earlier in
     this batch) with the same content is skipped and counted; the same ``event_id`` with other

@@ -1,4 +1,4 @@
-"""Storyline ⇄ the three Arrow tables of REFERENCE.md §4: ``runs``, ``steps``, ``tool_calls``.
+"""Storyline ⇄ the three Arrow tables of docs/store.md: ``runs``, ``steps``, ``tool_calls``.
 
 `split` turns validated Storylines into one Arrow table per Lance table; `rebuild` turns rows
 back into Storylines, checking the §4 invariants first and failing closed (`MapcError`) when
