@@ -8,8 +8,8 @@
 6. edges the laws found, kept as minimal regression tests;
 7. gaps: minimal tests of what mapc loses or rejects against REFERENCE (they fail until fixed).
 
-Attempt order: issue 4 asks for the order the file lists the attempts; docs/formats.md (ACTF) describes the
-reference's string-sorted order (``"10"`` < ``"2"``).  mapc follows the issue, and so do these tests.
+Attempt order: issue 4 asks for the order the file lists the attempts; the reference sorts the keys as
+strings (``"10"`` < ``"2"``).  mapc follows the issue (docs/formats.md, ACTF), and so do these tests.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def step(step_id: int = 1, **fields: Any) -> dict[str, Any]:
 
 
 def attempt(*steps: dict[str, Any], **fields: Any) -> dict[str, Any]:
-    """An attempt with every key ACTF writes (docs/formats.md (ACTF) "Parsing"), so it round-trips exactly."""
+    """An attempt with every key ACTF writes (docs/formats.md, ACTF "Defaults"), so it round-trips exactly."""
     out: dict[str, Any] = {
         "correct": False,
         "final_answer": None,
@@ -232,7 +232,7 @@ def test_code_repair_fixture_single_tool_duration() -> None:
 
 
 # Generated documents may hold known keys that are null, missing, or the ACTF model's default
-# ("" / []); the fidelity boundary (docs/formats.md (ACTF) "Fidelity") lets those come back in another of
+# ("" / []); the fidelity boundary (docs/formats.md, ACTF "Fidelity") lets those come back in another of
 # these spellings, so GetPut compares `normalized` values: at every level, a known key that is null
 # or holds the model's default is dropped on both sides, a missing metric key is null; unknown keys
 # (their nulls too) and every other value are compared exactly.  PutGet is exact.
@@ -893,7 +893,7 @@ def test_mixed_provenance_is_rejected() -> None:
 
 
 def test_attempts_with_and_without_residuals_are_one_provenance() -> None:
-    # docs/formats.md (ACTF) read literally ("a mix of stories with and without actf residuals → error")
+    # the reference read literally ("a mix of stories with and without actf residuals → error")
     # would refuse to export this valid document's own Storylines; every one has origin actf.
     doc = actf({"1": attempt(own=1), "2": attempt()}, k=2)
     stories = forward(doc)
@@ -929,7 +929,7 @@ def test_storylines_without_run_group_by_session() -> None:
     assert [(d["task_id"], list(d["attempts"])) for d in out] == [("a", ["1"]), ("b", ["1"])]
 
 
-# --- the synthesized export (docs/formats.md (ACTF) "Export") -----------------------------------------
+# --- the synthesized export (docs/formats.md, ACTF "Export") -----------------------------------------
 
 
 def _export(**fields: Any) -> dict[str, Any]:
@@ -1694,7 +1694,7 @@ def test_gap_tool_without_type_gets_no_type(type_: Any) -> None:
 
 
 def test_openclaw_user_messages_become_the_next_steps_user_content() -> None:
-    # Decided (docs/formats.md (ACTF) calls this path lossy): the event log is rewritten into canonical
+    # Decided (docs/formats.md, ACTF, calls this path lossy): the event log is rewritten into canonical
     # ACTF steps, which are agent steps, so a user message is the next step's user_content (the
     # Storyline prompt), not a turn of its own.
     events = [

@@ -810,7 +810,7 @@ def test_export_fields_of_a_turn() -> None:
     ids=["array", "object without results", "results not an array", "string"],
 )
 def test_observation_that_is_not_atif_shaped_is_an_export_error(observation: Any) -> None:
-    # docs/formats.md (ATIF) export: "observation must decode as {results:[…], …}, else error" — never
+    # the reference's ATIF export: "observation must decode as {results:[…], …}, else error" — never
     # silently dropped, and never written as something ATIF import rejects.
     turn = {"id": 1, "src": "agent", "msg": "m", "observation": observation}
     with pytest.raises(MapcError):
