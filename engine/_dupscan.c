@@ -332,6 +332,8 @@ static int run(Scan *s) {
         }
         case '{':
         case '[':
+            /* a value where an object expects a key: not JSON (and no key to name it by) */
+            if (s->depth && s->levels[s->depth - 1].kind == '{' && s->levels[s->depth - 1].expect_key) return 1;
             if (push(s, c) < 0) return -1;
             i++;
             break;

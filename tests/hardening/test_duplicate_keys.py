@@ -113,6 +113,15 @@ def test_the_scanner_never_crashes_on_bytes_that_are_not_json(data: bytes) -> No
     assert found is None or all(p.code == "json.duplicate_key" and p.pointer.startswith("/") for p in found)
 
 
+@pytest.mark.parametrize(
+    "data", [b'{{"a": 1, "a": 2}}', b'{[{"a": 1, "a": 2}]}', b'{"a": 1, {"b": 1, "b": 2}}', b'{"a"']
+)
+def test_the_scanner_gives_up_on_text_it_cannot_name(data: bytes) -> None:
+    """A container where an object expects a key has no pointer: the scanner says so (None), never reads
+    past what it holds; such text never reaches it after a parse."""
+    assert duplicates.native_problems(data) is None
+
+
 def test_this_installation_built_the_scanner() -> None:
     """README's install (pip, a compiler on the machine) builds engine/_dupscan.c; without one the
     pure-Python check is used (next test) and the other tests here check it alone, so this is the
