@@ -269,17 +269,19 @@ def export_command(
             except query.QueryError as exc:  # bad SQL is a usage mistake (exit 2), not bad data
                 raise click.BadParameter(exc.problems[0].message, param_hint="--where") from None
         described = f"--where {predicate}"
-        stories = dataset.read(
-            root, session=session, document=document, documents=documents, described=described, validate=False
-        )
-        if redactor is not None:
-            stories, counts = redactor.stories(stories)
-        try:  # from_storyline validates the Storylines: once, not twice
-            result = convert.from_storyline(fmt, stories)
-        except MapcError:
-            rows.validated(stories)  # an invalid rebuilt document: named by its document_id
-            raise
-    write_bytes(output, output_bytes(output, result))
+        with rows.paused_gc():  # rebuilding, checking and writing make no cycles (store/rows.py)
+            stories = dataset.read(
+                root, session=session, document=document, documents=documents, described=described, validate=False
+            )
+            if redactor is not None:
+                stories, counts = redactor.stories(stories)
+            try:  # from_storyline validates the Storylines: once, not twice
+                result = convert.from_storyline(fmt, stories)
+            except MapcError:
+                rows.validated(stories)  # an invalid rebuilt document: named by its document_id
+                raise
+            data = output_bytes(output, result)
+    write_bytes(output, data)
     if redactor is not None:
         click.echo(f"{dataset_dir}: {redact_summary(counts)}", err=True)
 

@@ -384,6 +384,21 @@ _ROOT: Final = _Shape(
 )
 
 
+_TURN_PARTS: Final = {key: handle for key, _, handle in _TURN.table}
+_CALL_PARTS: Final = {key: handle for key, _, handle in _TOOL_CALL.table}
+
+
+def canonical_turn_part(key: str, value: Any, *, call: bool = False) -> Any:
+    """The canonical form of one field of a turn (of a tool call with `call`), as `canonical_storyline`
+    writes it inside a document; None when it writes no such field (the value is null, or a default).
+    For a caller that serializes turns field by field (store/rows.py) without shaping whole documents."""
+    if value is None:
+        return None
+    handle = (_CALL_PARTS if call else _TURN_PARTS)[key]
+    shaped = handle(value, _Writer(tagged=False))
+    return None if shaped is MISSING else shaped
+
+
 def canonical_storyline(doc: dict[str, Any]) -> dict[str, Any]:
     """A new Storyline dict in the form the reference serializes.
 
