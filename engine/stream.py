@@ -684,8 +684,10 @@ def _place_marks(
     out = {}
     for i, items in parts.items():
         holder: dict[str, Any] = {}
-        for tokens, value in items:
-            holder = _put(holder, tokens, value)
+        for tokens, value in sorted(
+            items, key=lambda kv: [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in kv[0]]
+        ):
+            holder = _put(holder, tokens, value)  # positions in order: the ids come out in the record's order
         ids = [v for _, v in pairing.record_ids(spec.pair, holder)]
         if ids and all(v in by_id for v in ids):
             out[i] = ids
