@@ -45,9 +45,10 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
-from mapc.cli.engines import Engine, LocalEngine
 from mapc.cli import sessions
+from mapc.cli.engines import Engine, LocalEngine
 from mapc.cli.files import NotRegularFile, is_jsonl, read_limited, shown, walk, write_atomically
 from mapc.cli.output import document_bytes
 from mapc.cli.render import problem_line, unknown_field_line
