@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -278,7 +279,7 @@ def test_a_storyline_from_elsewhere_becomes_a_threaded_session() -> None:
     validator = reference_validator("claude-code")
     assert all(validator.is_valid(r) for r in recs)
     assert recs[0]["parentUuid"] is None
-    assert all(b["parentUuid"] == a["uuid"] for a, b in zip(recs, recs[1:], strict=False))
+    assert all(b["parentUuid"] == a["uuid"] for a, b in itertools.pairwise(recs))
     assert len({r["uuid"] for r in recs}) == len(recs)
     again = mapc.into_storyline("claude-code", jsonl(recs))[0]
     want = [(c["tcid"], c["fn"]) for t in stories[0]["turns"] for c in t.get("tool_calls") or []]
