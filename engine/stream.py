@@ -282,11 +282,13 @@ def _fn(name: str) -> Any:
 
 
 def _put(obj: Any, tokens: Tokens, value: Any) -> Any:
-    """`obj` with `value` at `tokens` (objects made and copied on the way; list positions kept)."""
+    """`obj` with `value` at `tokens` (copied on the way; an absent node is made an object, or a list
+    when the token is a position; a residual never needs one made: the diff keeps absent nodes whole)."""
     if not tokens:
         return value
     head, rest = tokens[0], tokens[1:]
-    if type(obj) is list and pointer.is_array_index(head):
+    if type(obj) is not dict and pointer.is_array_index(head):  # a position: of a list (made when absent)
+        obj = obj if type(obj) is list else []
         out_list = list(obj)
         i = int(head)
         while len(out_list) <= i:
