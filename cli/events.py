@@ -102,21 +102,45 @@ def project_command(events_path: str, fmt: str, output: str | None, session: str
 @events_group.command("synthesize")
 @click.argument("file", metavar="STORYLINE")
 @click.option("--to", "to", required=True, metavar="EVENTS.lance", help="The events table (created if needed).")
-def synthesize_command(file: str, to: str) -> None:
+@click.option(
+    "--protocol",
+    metavar="NAME",
+    help="Write wire bodies of this protocol (anthropic-messages, openai-chat-completions, openai-responses); "
+    "default: the protocol the Storyline was projected from, if any.",
+)
+@click.option("--generic", is_flag=True, help="Write the protocol-less degraded events even for a projected Storyline.")
+def synthesize_command(file: str, to: str, protocol: str | None, generic: bool) -> None:
     """Append degraded events made from Storylines.
 
-    Each request/response event carries payload.degraded = true.
+    With a protocol (--protocol, or the extra.protocol a projected Storyline carries) each agent
+    turn becomes one call whose request body (the whole conversation so far, system prompt, tools,
+    parameters) and response body (text, reasoning, tool calls, usage, model, stop reason) are
+    valid for that protocol, and projecting them gives the Storyline back.  Values the protocol
+    requires and the Storyline lacks (a response id, a created time) are written and listed in
+    payload.synthesized, which projection ignores; what the protocol cannot carry is an error at
+    its pointer, and extra keys that are not written back are warnings.  Without a protocol the
+    events are generic.  Every request/response event carries payload.degraded = true.
 
     \b
-    Example:
+    Examples:
       mapc events synthesize /tmp/corpus.json --to /tmp/synthesized.lance
+      mapc events synthesize story.json --protocol openai-responses --to /tmp/events.lance
     """
     from mapc.store import events
 
     data = read_bytes(file)
+    notes: list[Problem] = []
     with fail_on(file):
         stories = convert.into_storyline(convert.STORYLINE, data, jsonl=is_jsonl(file), options=options())
-        records = [record for story in stories for record in events.synthesize(story)]
+        records = []
+        for story in stories:
+            chosen = None if generic else protocol or events.wire_protocol(story)
+            if chosen is None:
+                records += events.synthesize(story)
+            else:
+                records += events.synthesize_wire(story, chosen, notes=notes)
+    for note in notes:
+        click.echo(f"warning: {problem_line(file, note)}", err=True)
     with fail_on(to):
         events.append(Path(to), records)
     click.echo(f"appended {len(records)} event{'s' if len(records) != 1 else ''} to {to}")

@@ -461,6 +461,10 @@ class Message:
     blocks: list[dict[str, Any]]
     role: str | None = None
 
+    def silent(self) -> bool:
+        """Whether the message says nothing history matching compares (only reasoning, say)."""
+        return self.key() == orjson.dumps([self.src, []], option=orjson.OPT_SORT_KEYS)
+
     def key(self) -> bytes:
         """What history matching compares: src, texts, tool-call and tool-result ids (not reasoning)."""
         parts: list[list[Any]] = []
@@ -607,27 +611,43 @@ def read_item(item: Any, table: Table) -> Message:
     return Message(src, [block], role)
 
 
-def read_conversation(value: Any, table: Table) -> list[Message]:
+def read_conversation(value: Any, table: Table, *, merge: bool = True) -> list[Message]:
     """The messages of a request's conversation value (the table's ``request.messages``).
 
     A string is one message of the role ``string_message`` names (when the table names one);
-    with an ``items`` section the list holds typed items, and consecutive items whose src is
-    ``items.merge`` are one message (the items of one response's output, resent as history).
+    with an ``items`` section the list holds typed items, one message each, which (with `merge`)
+    `merge_items` joins into the messages of each side.
     """
-    if type(value) is str and table.spec.get("string_message"):
-        value = [{"role": table.spec["string_message"], "content": value}]
-    if type(value) is not list:
-        return []
-    items = table.spec.get("items")
-    if items is None:
+    value = conversation_list(value, table)
+    if table.spec.get("items") is None:
         return [read_message(m, table) for m in value]
-    out: list[Message] = []
-    for item in value:
-        message = read_item(item, table)
-        if out and message.src == items.get("merge") and out[-1].src == message.src:
-            out[-1].blocks.extend(message.blocks)
+    units = [read_item(item, table) for item in value]
+    return [m for _, m in merge_items(units, value, table)] if merge else units
+
+
+def conversation_list(value: Any, table: Table) -> list[Any]:
+    """The conversation as a list: a string is one message of the role ``string_message`` names."""
+    if type(value) is str and table.spec.get("string_message"):
+        return [{"role": table.spec["string_message"], "content": value}]
+    return value if type(value) is list else []
+
+
+def merge_items(units: list[Message], items: list[Any], table: Table) -> list[tuple[int, Message]]:
+    """Consecutive item messages whose src is ``items.merge`` joined into one (the items of one
+    response's output: reasoning, a message, function calls), except that a second message item
+    begins the next one (two responses in a row); each with the index of its first item."""
+    spec = table.spec["items"]
+    out: list[tuple[int, Message]] = []
+    spoke = False  # whether the message being merged already holds a message item
+    for n, (unit, item) in enumerate(zip(units, items, strict=True)):
+        kind = at(item, spec["type"])
+        is_message = kind is MISSING or (type(kind) is str and kind in spec.get("messages", ()))
+        if out and unit.src == spec.get("merge") and out[-1][1].src == unit.src and not (is_message and spoke):
+            out[-1][1].blocks.extend(unit.blocks)
+            spoke = spoke or is_message
             continue
-        out.append(message)
+        out.append((n, Message(unit.src, list(unit.blocks), unit.role)))
+        spoke = is_message
     return out
 
 
@@ -753,8 +773,14 @@ class Conversation:
     def _add_call(self, call: Call) -> None:
         spec = self.table.spec
         body = call.request_body
-        read: list[Message | None] = list(read_conversation(at(body, spec["request"]["messages"]), self.table))
-        keys = [m.key() for m in read if m is not None]
+        value = conversation_list(at(body, spec["request"]["messages"]), self.table)
+        units = read_conversation(value, self.table, merge=False)
+        # History is matched message by message, or for an item table item by item (two responses
+        # in a row resend as one run of items), skipping items that say nothing (reasoning a
+        # client may or may not resend).
+        keyed = [n for n, u in enumerate(units) if not (self._items and u.silent())]
+        keys = [units[n].key() for n in keyed]
+        positions: list[int | None] = list(keyed)
         shown = 0  # messages of the history the request continues without resending them
         previous = at(body, spec["request"].get("continues"))
         if type(previous) is str:
@@ -770,31 +796,47 @@ class Conversation:
                     )
                 )
             keys = self.history[:shown] + keys
-            read = [None] * shown + read
+            positions = [None] * shown + positions
         same = 0
         while same < min(len(keys), len(self.history)) and keys[same] == self.history[same]:
             same += 1
+        if same < len(positions):
+            start = positions[same] or 0
+        else:
+            matched = [p for p in positions if p is not None]
+            start = matched[-1] + 1 if matched else 0
         fork = same < len(self.history)
         if fork:
             self.problems.append(
                 Problem(
                     "events.history_fork",
                     f"{call.where or f'events[call_id={_q(call.call_id)}]'}"
-                    f"/payload/http/request_body{spec['request']['messages']}/{same - shown}",
-                    f"the request's history differs from what earlier calls showed at message {same - shown} "
+                    f"/payload/http/request_body{spec['request']['messages']}/{start}",
+                    f"the request's history differs from what earlier calls showed at message {start} "
                     f"(an edit or a fork); its messages from there on are added again, marked extra.history_fork",
                 )
             )
-        for index in range(same, len(read)):
-            message = read[index]
-            if message is not None:
-                self._add_message(message, call, index - shown, fork_at=same - shown if fork else None)
+        if self._items and self.turns and not fork:  # leading silent items were a response's, already projected
+            while start < len(units) and units[start].silent():
+                start += 1
+        new = units[start:]
+        groups = (
+            [(start + n, m) for n, m in merge_items(new, value[start:], self.table)]
+            if self._items
+            else [(start + n, m) for n, m in enumerate(new)]
+        )
+        for index, message in groups:
+            self._add_message(message, call, index, fork_at=start if fork else None)
         self.history = keys
         if call.response_body is not None:
             self._add_response(call)
             response_id = at(call.response_body, spec["response"].get("id"))
             if type(response_id) is str:
                 self.responses[response_id] = len(self.history)
+
+    @property
+    def _items(self) -> bool:
+        return self.table.spec.get("items") is not None
 
     def _add_message(self, message: Message, call: Call, index: int, *, fork_at: int | None) -> None:
         results = [b for b in message.blocks if b["to"] == "observation"]
@@ -872,8 +914,15 @@ class Conversation:
         self.turns.append(turn)
         failed = (type(call.status) is int and call.status >= 400) or "error" in turn["extra"]
         said = [b for b in message.blocks if b["to"] != "unmapped"]
-        if not (failed and not said):  # an error the client got no message from is not history
+        if failed and not said:  # an error the client got no message from is not history
+            return
+        if not self._items:
             self.history.append(message.key())
+            return
+        output = at(body, spec["response"]["message"])
+        for unit in read_conversation(output if type(output) is list else [], self.table, merge=False):
+            if not unit.silent():
+                self.history.append(Message("agent", unit.blocks).key())
 
     def _turn(
         self, src: str, blocks: list[dict[str, Any]], call: Call, seq: int | None, ts: str | None
@@ -979,3 +1028,57 @@ class Call:
 
 def _q(value: Any) -> str:
     return orjson.dumps(value).decode()
+
+
+# --- writing (synthesis) ------------------------------------------------------------------------------
+
+
+def table_named(protocol: str) -> Table | None:
+    """The shipped table of `protocol` (its name or one of its hints), or None."""
+    for table in tables():
+        if protocol == table.protocol or protocol in table.hints:
+            return table
+    return None
+
+
+def set_at(document: dict[str, Any], where: str, value: Any) -> None:
+    """Write `value` at pointer `where` in `document`, making the objects (or list slots) on the way."""
+    tokens = pointer.parse(where)
+    node: Any = document
+    for n, token in enumerate(tokens):
+        last = n == len(tokens) - 1
+        if type(node) is list:
+            index = int(token)
+            while len(node) <= index:
+                node.append({})
+            if last:
+                node[index] = value
+            else:
+                node = node[index]
+            continue
+        if last:
+            node[token] = value
+        else:
+            node = node.setdefault(token, {})
+
+
+def without(document: Any, pointers: Any) -> Any:
+    """A copy of `document` without the values at `pointers` (a list of RFC 6901 pointers); others ignored."""
+    if type(pointers) is not list or not pointers:
+        return document
+    paths = [pointer.parse(p) for p in pointers if type(p) is str and p]
+    rest = _residue(document, paths)
+    return {} if rest is MISSING and type(document) is dict else rest
+
+
+def merge_into(target: dict[str, Any], extra: dict[str, Any]) -> None:
+    """Deep-merge `extra` into `target`: objects merged key by key, a value already there kept."""
+    for key, value in extra.items():
+        if key in target and type(target[key]) is dict and type(value) is dict:
+            merge_into(target[key], value)
+        elif key in target and type(target[key]) is list and type(value) is list:
+            for i, item in enumerate(value):
+                if i < len(target[key]) and type(target[key][i]) is dict and type(item) is dict:
+                    merge_into(target[key][i], item)
+        elif key not in target:
+            target[key] = value
