@@ -33,7 +33,7 @@ import contextlib
 import importlib.resources
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -43,6 +43,12 @@ import yaml
 from mapc.engine import pointer
 from mapc.engine.problems import Problem
 from mapc.engine.values import MISSING
+
+
+@lru_cache(maxsize=4096)
+def _tokens(where: str) -> tuple[str, ...]:
+    """`pointer.parse`, remembered: the pointers come from the tables, a small set read again and again."""
+    return pointer.parse(where)
 
 
 @dataclass(frozen=True)
@@ -82,7 +88,7 @@ def at(document: Any, where: str | None) -> Any:
     if where is None:
         return MISSING
     node = document
-    for token in pointer.parse(where):
+    for token in _tokens(where):
         if type(node) is dict and token in node:
             node = node[token]
         elif type(node) is list and token.isdigit() and int(token) < len(node):
@@ -508,7 +514,7 @@ def read_block(block: Any, rule: dict[str, Any], kind_key: str = "type") -> dict
             with contextlib.suppress(orjson.JSONDecodeError):  # text that is not JSON stays a string
                 read[name] = orjson.loads(read[name])
     if type(block) is dict and "" not in names.values():  # keys the table does not read: kept, not dropped
-        residue = _residue(block, [pointer.parse(where) for where in names.values()] + [(kind_key,), ("type",)])
+        residue = _residue(block, [_tokens(where) for where in names.values()] + [(kind_key,), ("type",)])
         if residue is not MISSING:
             read["unmapped"] = {"type": block["type"], **residue} if "type" in block else residue
     if read["to"] in ("msg", "reason") and type(read.get("text")) is not str:
@@ -588,7 +594,7 @@ def read_message(message: Any, table: Table, *, src: str | None = None, exclude:
 
 def _top(where: str) -> str:
     """The first token of a pointer ("" for the whole document)."""
-    tokens = pointer.parse(where)
+    tokens = _tokens(where)
     return tokens[0] if tokens else ""
 
 
@@ -611,17 +617,34 @@ def read_item(item: Any, table: Table) -> Message:
     return Message(src, [block], role)
 
 
-def read_conversation(value: Any, table: Table, *, merge: bool = True) -> list[Message]:
+def read_conversation(
+    value: Any, table: Table, *, merge: bool = True, cache: dict[bytes, Message] | None = None
+) -> list[Message]:
     """The messages of a request's conversation value (the table's ``request.messages``).
 
     A string is one message of the role ``string_message`` names (when the table names one);
     with an ``items`` section the list holds typed items, one message each, which (with `merge`)
-    `merge_items` joins into the messages of each side.
+    `merge_items` joins into the messages of each side.  `cache` (message JSON → `Message`) reads
+    each message once however often it is resent; the messages it returns are then shared, not
+    to be changed.
     """
     value = conversation_list(value, table)
+    read = read_message if table.spec.get("items") is None else read_item
+    if cache is None:
+        units = [read(m, table) for m in value]
+    else:  # every request resends the history: each message is read once per conversation
+        units = []
+        for m in value:
+            try:
+                seen = orjson.dumps(m)
+            except TypeError:  # not JSON (a caller's own value): read, not remembered
+                units.append(read(m, table))
+                continue
+            if seen not in cache:
+                cache[seen] = read(m, table)
+            units.append(cache[seen])
     if table.spec.get("items") is None:
-        return [read_message(m, table) for m in value]
-    units = [read_item(item, table) for item in value]
+        return units
     return [m for _, m in merge_items(units, value, table)] if merge else units
 
 
@@ -696,7 +719,7 @@ def response_residue(body: Any, request: Any, table: Table) -> Any:
     where = table.spec["response"]["message"]
     if type(body) is not dict or where == "":
         return MISSING
-    paths = [pointer.parse(w) for w in (where, *_read_pointers(table.spec, body), "/error")]
+    paths = [_tokens(w) for w in (where, *_read_pointers(table.spec, body), "/error")]
     rest = _residue(body, [p for p in paths if p])
     if type(rest) is dict and type(request) is dict:
         rest = {k: v for k, v in rest.items() if k not in request or request[k] != v} or MISSING
@@ -740,6 +763,7 @@ class Conversation:
     responses: dict[str, int] = field(default_factory=dict)  # response id → history length after it
     unanswered: dict[str, list[str]] = field(default_factory=dict)  # fn → tcids of id-less calls, oldest first
     derived: dict[str, int] = field(default_factory=dict)  # fn → id-less calls numbered so far
+    read_cache: dict[bytes, Message] = field(default_factory=dict)  # message JSON → as read (history resent)
 
     def add_call(self, call: Call) -> list[dict[str, Any]]:
         """Add one request/response pair: what is new in the request, then the response.
@@ -774,7 +798,7 @@ class Conversation:
         spec = self.table.spec
         body = call.request_body
         value = conversation_list(at(body, spec["request"]["messages"]), self.table)
-        units = read_conversation(value, self.table, merge=False)
+        units = read_conversation(value, self.table, merge=False, cache=self.read_cache)
         # History is matched message by message, or for an item table item by item (two responses
         # in a row resend as one run of items), skipping items that say nothing (reasoning a
         # client may or may not resend).
@@ -987,7 +1011,7 @@ def usage(body: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     parent = pointers[0].rsplit("/", 1)[0] if pointers else None
     raw = at(body, parent) if parent else MISSING
     if type(raw) is dict:
-        rest = _without(raw, [pointer.parse(w[len(parent) :]) for w in pointers if w.startswith(f"{parent}/")])
+        rest = _without(raw, [_tokens(w[len(parent) :]) for w in pointers if w.startswith(f"{parent}/")])
         if rest:
             metrics["extra"] = rest
     return metrics or None
@@ -1043,7 +1067,7 @@ def table_named(protocol: str) -> Table | None:
 
 def set_at(document: dict[str, Any], where: str, value: Any) -> None:
     """Write `value` at pointer `where` in `document`, making the objects (or list slots) on the way."""
-    tokens = pointer.parse(where)
+    tokens = _tokens(where)
     node: Any = document
     for n, token in enumerate(tokens):
         last = n == len(tokens) - 1
@@ -1066,7 +1090,7 @@ def without(document: Any, pointers: Any) -> Any:
     """A copy of `document` without the values at `pointers` (a list of RFC 6901 pointers); others ignored."""
     if type(pointers) is not list or not pointers:
         return document
-    paths = [pointer.parse(p) for p in pointers if type(p) is str and p]
+    paths = [_tokens(p) for p in pointers if type(p) is str and p and pointer.is_valid(p)]
     rest = _residue(document, paths)
     return {} if rest is MISSING and type(document) is dict else rest
 
