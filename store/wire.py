@@ -1106,3 +1106,82 @@ def merge_into(target: dict[str, Any], extra: dict[str, Any]) -> None:
                     merge_into(target[key][i], item)
         elif key not in target:
             target[key] = value
+
+
+# --- the table as Markdown (`mapc spec table PROTOCOL`) ------------------------------------------------
+
+_PLACES: Final = {
+    "msg": {"text": "/turns/{t}/msg"},
+    "reason": {"text": "/turns/{t}/reason"},
+    "tool_call": {
+        "id": "/turns/{t}/tool_calls/{c}/tcid",
+        "fn": "/turns/{t}/tool_calls/{c}/fn",
+        "args": "/turns/{t}/tool_calls/{c}/args",
+    },
+    "observation": {
+        "id": "/turns/{t}/observation/results/{r}/source_call_id",
+        "content": "/turns/{t}/observation/results/{r}/content",
+        "error": "/turns/{t}/observation/results/{r}/is_error",
+        "name": "(matches the oldest open call of that name)",
+    },
+}
+
+
+def markdown(table: Table) -> str:
+    """The protocol table as Markdown: wire pointer | Storyline place, as `mapc spec table` prints a spec's."""
+    spec = table.spec
+    rows: list[tuple[str, str]] = []
+    request, response = spec["request"], spec["response"]
+    items = spec.get("items")
+    unit = "/{i}" if items is not None else "/{m}"
+    messages = f"request {request['messages']}{unit}"
+    rows.append((f"request {request['messages']}", "/turns (the messages not seen in earlier requests, each once)"))
+    if request.get("continues"):
+        rows.append((f"request {request['continues']}", "(the history is that response's: only the input is new)"))
+    for name in ("system", "tools"):
+        if request.get(name):
+            rows.append((f"request {request[name]}", f"/turns/{{t}}/extra/{name} (when it changes)"))
+    rows.append(("request (any other key)", "/turns/{t}/extra/params (when they change)"))
+    if request.get("model"):
+        rows.append((f"request {request['model']}", "/turns/{t}/model (when the response names none)"))
+    roles = ", ".join(f"{role} → {src}" for role, src in spec["roles"].items())
+    rows.append((f"{messages}{spec['message']['role']}", f"/turns/{{t}}/src ({roles})"))
+    content = f"{messages}{spec['message']['content']}"
+    kinds = f"the first of {spec['part_keys']} it holds" if spec.get("part_keys") else "/type"
+    for kind, rule in spec["blocks"].items():
+        for name, where in _reads(rule):
+            rows.append((f"{content}/{{b}}{where} ({kinds} = {kind})", _place(rule["to"], name)))
+    for field_rule in spec["message"].get("fields", ()):
+        for name, where in _reads(field_rule["rule"]):
+            each = "/{n}" if field_rule.get("each") else ""
+            rows.append((f"{messages}{field_rule['at']}{each}{where}", _place(field_rule["rule"]["to"], name)))
+    for role, rule in spec["message"].get("whole", {}).items():
+        for name, where in _reads(rule):
+            rows.append((f"{messages}{where} (role {role})", _place(rule["to"], name)))
+    if items is not None:
+        for kind, other in items.get("other", {}).items():
+            for name, where in _reads(other["rule"]):
+                rows.append((f"{messages}{where} ({items['type']} = {kind})", _place(other["rule"]["to"], name)))
+        rows.append((f"{messages} (any other {items['type']})", "/turns/{t}/extra/blocks (kept whole)"))
+    rows.append((f"response {response['message']}", "the agent turn, read as a message"))
+    for name, where in response.items():
+        if name == "message":
+            continue
+        rows.append((f"response {where}", "/turns/{t}/model" if name == "model" else f"/turns/{{t}}/extra/{name}"))
+    for name, where in spec.get("usage", {}).items():
+        rows.append((f"response {where}", f"/turns/{{t}}/metrics/{name}"))
+    for where, value in spec.get("constants", {}).items():
+        rows.append((f"response {where} = {orjson.dumps(value).decode()}", "(the protocol's constant: not carried)"))
+    rows.append(("(keys no row reads)", "/turns/{t}/extra/unmapped, extra/response_unmapped"))
+    stream = f"SSE responses: assembled by `{table.stream}`" if table.stream else "no SSE assembly"
+    lines = [f"{table.protocol} (paths {', '.join(table.paths)}; {stream})", "", "| wire | Storyline |", "|---|---|"]
+    lines += [f"| `{a}` | {b if b.startswith('(') else f'`{b}`' if ' ' not in b else b} |" for a, b in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _reads(rule: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(n, w) for n, w in rule.items() if n not in ("to", "parse", "join", "ids") and type(w) is str]
+
+
+def _place(to: str, name: str) -> str:
+    return _PLACES.get(to, {}).get(name) or f"/turns/{{t}}/extra/{to}"
