@@ -105,7 +105,8 @@ def project_command(events_path: str, fmt: str, output: str | None, session: str
 @click.option(
     "--protocol",
     metavar="NAME",
-    help="Write wire bodies of this protocol (anthropic-messages, openai-chat-completions, openai-responses); "
+    help="Write wire bodies of this protocol (anthropic-messages, openai-chat-completions, openai-responses, "
+    "gemini-generate-content); "
     "default: the protocol the Storyline was projected from, if any.",
 )
 @click.option("--generic", is_flag=True, help="Write the protocol-less degraded events even for a projected Storyline.")

@@ -1173,7 +1173,7 @@ def synthesize_wire(
         known = sorted(WRITERS)
         raise MapcError.single("events.unknown_protocol", "", f"no writer for protocol {_q(protocol)}; known: {known}")
     try:
-        return _Synthesis(story, table, writer, notes).run()
+        return _Synthesis(story, table, writer(), notes).run()
     except Unrepresentable as exc:
         raise MapcError.single("events.unrepresentable", exc.where, f"{table.protocol}: {exc.message}") from None
 
@@ -1275,10 +1275,11 @@ class _Synthesis:
             if wire.at(request, where) is wire.MISSING:
                 wire.set_at(request, where, value)
                 made.append(f"/http/request_body{where}")
+        path = self.writer.path(model) if hasattr(self.writer, "path") else self.table.paths[0]
         payload: dict[str, Any] = {
             "protocol": self.table.protocol,
             "degraded": True,
-            "http": {"method": "POST", "path": self.table.paths[0], "request_body": request},
+            "http": {"method": "POST", "path": path, "request_body": request},
         }
         if made:
             payload["synthesized"] = made
@@ -1336,7 +1337,7 @@ class _Synthesis:
         if "error" in extra:
             body["error"] = extra["error"]
         if type(extra.get("response_unmapped")) is dict:  # the recorded values win over made-up ones
-            for at, value in _leaves(extra["response_unmapped"], ""):
+            for at, value in _leaves(extra["response_unmapped"], "", body):
                 put(at, value)
         http: dict[str, Any] = {"status": extra.get("status", 200), "response_body": body}
         synthesized = [f"/http/response_body{p}" for p in sorted(made)]
@@ -1381,13 +1382,15 @@ def wire_unrepresentable(where: str, message: str) -> Exception:
     return Unrepresentable(where, message)
 
 
-def _leaves(value: Any, where: str) -> Iterator[tuple[str, Any]]:
-    """(pointer, value) of each leaf of `value` below `where`; an empty object or list is a leaf."""
+def _leaves(value: Any, where: str, into: Any) -> Iterator[tuple[str, Any]]:
+    """(pointer, value) of each leaf of `value` below `where`: objects are walked, and so is a list
+    of objects where `into` already holds a list (a residue of its elements, such as one choice's
+    ``logprobs``); any other value, an empty object or list included, is a leaf."""
     if type(value) is dict and value:
         for key, child in value.items():
-            yield from _leaves(child, f"{where}/{_escape(key)}")
-    elif type(value) is list and value and all(type(v) is dict and v for v in value):
+            yield from _leaves(child, f"{where}/{_escape(key)}", into)
+    elif type(value) is list and value and type(wire.at(into, where)) is list and all(type(v) is dict for v in value):
         for n, child in enumerate(value):
-            yield from _leaves(child, f"{where}/{n}")
+            yield from _leaves(child, f"{where}/{n}", into)
     else:
         yield where, value

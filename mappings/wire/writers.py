@@ -307,8 +307,81 @@ class Responses:
         return body, [*fixed, *(f"/output{p}" for p in made)]
 
 
+class Gemini:
+    """Gemini generateContent: contents of parts; function responses open the next user content.
+
+    A call's id is written only when the Storyline's tcid is the wire's (not ``extra.tcid_derived``);
+    function arguments and responses are objects on this wire.
+    """
+
+    EXTRA: Final = frozenset()
+    USAGE: Final[dict[str, Any]] = {}
+    RESULT_KEYS: Final = frozenset({"source_call_id", "content"})
+
+    def __init__(self) -> None:
+        self.calls: dict[str, dict[str, Any]] = {}  # tcid → the call, for the response's function name
+
+    def path(self, model: str | None) -> str:
+        return f"/v1beta/models/{model or 'unknown'}:generateContent"
+
+    def request_defaults(self) -> dict[str, Any]:
+        return {}
+
+    def user(self, turn: dict[str, Any], results: list[dict[str, Any]], where: str) -> list[dict[str, Any]]:
+        parts = [self._result(r, where) for r in results]
+        parts += [{"text": t} for t in _texts(turn["msg"], where)]
+        return [{"role": "user", "parts": parts}]
+
+    def results(self, results: list[dict[str, Any]], where: str) -> list[dict[str, Any]]:
+        return [{"role": "user", "parts": [self._result(r, where) for r in results]}]
+
+    def _result(self, result: dict[str, Any], where: str) -> dict[str, Any]:
+        call = self.calls.get(result["source_call_id"])
+        if call is None:
+            raise Unrepresentable(where, "a function response names its function: this result answers no call")
+        if type(result.get("content")) is not dict:
+            raise Unrepresentable(f"{where}/content", "a Gemini function response is an object; this one is not")
+        response: dict[str, Any] = {"name": call["fn"], "response": result["content"]}
+        if not _derived(call):
+            response["id"] = call["tcid"]
+        return {"functionResponse": response}
+
+    def system(self, turn: dict[str, Any], where: str) -> list[dict[str, Any]]:
+        raise Unrepresentable(f"{where}/src", "Gemini has no system message (systemInstruction is not a turn)")
+
+    def _content(self, turn: dict[str, Any], where: str, *, thought: bool) -> dict[str, Any]:
+        parts: list[dict[str, Any]] = []
+        if thought and turn.get("reason"):
+            parts.append({"text": turn["reason"], "thought": True})
+        parts += [{"text": t} for t in _texts(turn["msg"], where)]
+        for n, call in enumerate(turn.get("tool_calls") or ()):
+            if type(call["args"]) is not dict:
+                raise Unrepresentable(f"{where}/tool_calls/{n}/args", "Gemini function arguments are an object")
+            function: dict[str, Any] = {"name": call["fn"], "args": call["args"]}
+            if not _derived(call):
+                function["id"] = call["tcid"]
+            parts.append({"functionCall": function})
+            self.calls[call["tcid"]] = call
+        return {"role": "model", "parts": parts}
+
+    def history(self, turn: dict[str, Any], where: str) -> list[dict[str, Any]]:
+        return [self._content(turn, where, thought=False)]
+
+    def response(self, turn: dict[str, Any], where: str) -> tuple[dict[str, Any], list[str]]:
+        candidate = {"content": self._content(turn, where, thought=True), "finishReason": "STOP", "index": 0}
+        body = {"candidates": [candidate], "modelVersion": "unknown", "responseId": "synthesized"}
+        return body, ["/candidates/0/finishReason", "/modelVersion", "/responseId"]
+
+
+def _derived(call: dict[str, Any]) -> bool:
+    extra = call.get("extra")
+    return type(extra) is dict and extra.get("tcid_derived") is True
+
+
+# One writer object per synthesis (a writer may remember the calls it wrote).
 WRITERS: Final[dict[str, Any]] = {
-    "anthropic-messages": Anthropic(),
-    "openai-chat-completions": ChatCompletions(),
-    "openai-responses": Responses(),
+    "anthropic-messages": Anthropic,
+    "openai-chat-completions": ChatCompletions,
+    "openai-responses": Responses,
+    "gemini-generate-content": Gemini,
 }

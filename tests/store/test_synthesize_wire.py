@@ -16,6 +16,7 @@ import pydantic
 import pytest
 from anthropic.types import Message
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming, MessageCreateParamsStreaming
+from google.genai import types as genai
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai.types.chat import ChatCompletion
@@ -34,7 +35,7 @@ from mapc.engine.problems import MapcError
 from mapc.store import events
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "events"
-PROTOCOLS = ["anthropic-messages", "openai-chat-completions", "openai-responses"]
+PROTOCOLS = ["anthropic-messages", "openai-chat-completions", "openai-responses", "gemini-generate-content"]
 A = pydantic.TypeAdapter
 SDK: dict[str, tuple[Any, Any, Any]] = {  # request (stream: false), request (stream: true), response
     "anthropic-messages": (A(MessageCreateParamsNonStreaming), A(MessageCreateParamsStreaming), Message),
@@ -45,23 +46,45 @@ SDK: dict[str, tuple[Any, Any, Any]] = {  # request (stream: false), request (st
     ),
     "openai-responses": (A(ResponseCreateParamsNonStreaming), A(ResponseCreateParamsStreaming), Response),
 }
+# Gemini's REST request is checked part by part with google-genai's models (which forbid unknown keys):
+# the SDK's own request type is private and takes the model and config apart from the body.
+GEMINI_REQUEST = {
+    "contents": lambda v: [genai.Content.model_validate(c) for c in v],
+    "systemInstruction": genai.Content.model_validate,
+    "tools": lambda v: [genai.Tool.model_validate(t) for t in v],
+    "generationConfig": genai.GenerationConfig.model_validate,
+}
+
+
+def check_gemini(record: dict[str, Any]) -> None:
+    http = record["payload"]["http"]
+    if record["kind"] == "http.request":
+        assert http["path"].startswith("/v1beta/models/") and http["path"].endswith(":generateContent")
+        assert set(http["request_body"]) <= set(GEMINI_REQUEST), sorted(http["request_body"])
+        for key, value in http["request_body"].items():
+            GEMINI_REQUEST[key](value)
+    else:
+        genai.GenerateContentResponse.model_validate(http["response_body"])
 
 
 def check_bodies(records: list[dict[str, Any]], protocol: str) -> int:
     """Every request and response body validates against the protocol's SDK types; returns how many."""
-    plain, streamed, response_type = SDK[protocol]
     n = 0
     for record in records:
         http = record["payload"].get("http") if type(record["payload"]) is dict else None
         if http is None:
             continue
         assert record["payload"]["degraded"] is True and record["payload"]["protocol"] == protocol
+        n += 1
+        if protocol == "gemini-generate-content":
+            check_gemini(record)
+            continue
+        plain, streamed, response_type = SDK[protocol]
         if record["kind"] == "http.request":
             body = http["request_body"]
             (streamed if body.get("stream") is True else plain).validate_python(body)
         else:
             response_type.model_validate(http["response_body"])
-        n += 1
     return n
 
 
@@ -82,7 +105,13 @@ def without_pointers(story: dict[str, Any], pointers: list[str]) -> dict[str, An
 
 @pytest.mark.parametrize(
     "name",
-    ["anthropic-tool-use", "anthropic-stream-frames", "openai-chat-parallel-tools", "openai-responses-parallel-tools"],
+    [
+        "anthropic-tool-use",
+        "anthropic-stream-frames",
+        "openai-chat-parallel-tools",
+        "openai-responses-parallel-tools",
+        "gemini-parallel-tools",
+    ],
 )
 def test_a_recorded_storyline_synthesizes_to_sdk_valid_bodies_and_projects_back(name):
     story = recorded(name)
@@ -138,7 +167,10 @@ def test_what_a_protocol_cannot_carry_is_an_error_at_its_pointer():
         events.synthesize_wire(story, "openai-chat-completions")
     assert [(p.code, p.pointer) for p in caught.value.problems] == [("events.unrepresentable", "/turns/1/msg")]
     with pytest.raises(MapcError) as caught:
-        events.synthesize_wire(story, "gemini-generate-content")
+        events.synthesize_wire(story, "gemini-generate-content")  # a developer turn: no system message
+    assert [(p.code, p.pointer) for p in caught.value.problems] == [("events.unrepresentable", "/turns/0/src")]
+    with pytest.raises(MapcError) as caught:
+        events.synthesize_wire(story, "no-such-protocol")
     assert caught.value.problems[0].code == "events.unknown_protocol"
 
 
@@ -154,7 +186,8 @@ def conversations(draw: st.DrawFn, protocol: str) -> dict[str, Any]:
     tool calls with or without results, usage, models; trailing user turns; consecutive agents."""
     turns: list[dict[str, Any]] = []
     calls = 0
-    kinds = ["user", "agent"] + ([] if protocol == "anthropic-messages" else ["system"])
+    gemini = protocol == "gemini-generate-content"
+    kinds = ["user", "agent"] + ([] if protocol in ("anthropic-messages", "gemini-generate-content") else ["system"])
     for n in range(draw(st.integers(1, 7))):
         src = draw(st.sampled_from(kinds))
         turn: dict[str, Any] = {"id": n + 1, "src": src}
@@ -175,7 +208,10 @@ def conversations(draw: st.DrawFn, protocol: str) -> dict[str, Any]:
             turn["tool_calls"] = tool_calls
             if draw(st.booleans()):
                 turn["observation"] = {
-                    "results": [{"source_call_id": c["tcid"], "content": draw(texts)} for c in tool_calls]
+                    "results": [
+                        {"source_call_id": c["tcid"], "content": draw(json_args if gemini else texts)}
+                        for c in tool_calls
+                    ]
                 }
         if draw(st.booleans()):
             turn["model"] = draw(st.sampled_from(["m-1", "m-2"]))
