@@ -857,14 +857,19 @@ def _wire_call(call_id: str, group: list[dict[str, Any]], table: wire.Table) -> 
     for record in group:
         kind = record["kind"]
         payload = record["payload"] if type(record["payload"]) is dict else {}
+        made_in_body: list[str] = []
         if "synthesized" in payload:  # values synthesis made up for the protocol (`synthesize_wire`): not data
-            payload = wire.without(payload, payload["synthesized"])
+            made = payload["synthesized"] if type(payload["synthesized"]) is list else []
+            body_prefix = "/http/response_body/"
+            made_in_body = [p[len(body_prefix) - 1 :] for p in made if type(p) is str and p.startswith(body_prefix)]
+            payload = wire.without(payload, [p for p in made if not (type(p) is str and p.startswith(body_prefix))])
         ts, ms = _event_time(record)
         if kind in REQUEST_KINDS:
             call.request_body, call.request_seq, call.request_ts = wire.request_body(payload), record["seq"], ts
             req_ms = ms
         elif kind in RESPONSE_KINDS:
-            call.response_body = wire.response_body(payload, table)
+            # a streamed body is assembled first: the made-up pointers are into what it assembles to
+            call.response_body = wire.without(wire.response_body(payload, table), made_in_body)
             call.response_seq, call.response_ts, resp_ms = record["seq"], ts, ms
             call.status = _http(payload).get("status", payload.get("status"))
             call.ttft_ms = _first_int(_int_at(payload, "ttft_ms"), _int_at(payload, "timing", "ttft_ms"))
@@ -1286,7 +1291,7 @@ class _Synthesis:
         self._event(first, "http.request", call_id, payload, self.seqs.take(first if pending else None))
         if response is not None:
             i, turn = response
-            self._response(i, turn, call_id)
+            self._response(i, turn, call_id, streamed=request.get("stream") is True)
 
     def _check_extra(self, i: int, turn: dict[str, Any], is_response: bool) -> None:
         extra = turn.get("extra") if type(turn.get("extra")) is dict else {}
@@ -1297,7 +1302,7 @@ class _Synthesis:
             if key not in known:
                 self._note(f"/turns/{i}/extra/{_escape(key)}", "not written to the wire bodies, so not projected back")
 
-    def _response(self, i: int, turn: dict[str, Any], call_id: str) -> None:
+    def _response(self, i: int, turn: dict[str, Any], call_id: str, *, streamed: bool = False) -> None:
         where = f"/turns/{i}"
         body, made_in_body = self.writer.response(turn, where)
         made = set(made_in_body)
@@ -1340,6 +1345,10 @@ class _Synthesis:
             for at, value in _leaves(extra["response_unmapped"], "", body):
                 put(at, value)
         http: dict[str, Any] = {"status": extra.get("status", 200), "response_body": body}
+        kind = "http.response"
+        if streamed and hasattr(self.writer, "stream") and "error" not in extra:  # as the request asked: SSE
+            http.update(response_body=self.writer.stream(body), body_encoding="sse")
+            kind = "http.response.stream"
         synthesized = [f"/http/response_body{p}" for p in sorted(made)]
         if "status" not in extra:
             synthesized.append("/http/status")
@@ -1353,7 +1362,7 @@ class _Synthesis:
             payload["timing"] = timing
         if synthesized:
             payload["synthesized"] = synthesized
-        self._event(turn, "http.response", call_id, payload, self.seqs.take(turn))
+        self._event(turn, kind, call_id, payload, self.seqs.take(turn))
         status = extra.get("status")
         failed = (type(status) is int and status >= 400) or "error" in extra
         said = turn["msg"] not in ("", None) or turn.get("tool_calls") or turn.get("reason")

@@ -239,7 +239,9 @@ def choice_delta_chunks(chunks: list[Any]) -> dict[str, Any]:
     Only choice ``index`` 0 is assembled (the first choice, what the projection reads); its
     ``delta.content``, ``delta.refusal`` and ``delta.reasoning_content`` texts are concatenated,
     ``delta.tool_calls`` are put together by their ``index`` (``id``, ``function.name`` and the
-    ``function.arguments`` fragments in order); ``finish_reason`` and a final ``usage`` chunk are kept.
+    ``function.arguments`` fragments in order); ``finish_reason`` and a final ``usage`` chunk are kept,
+    and the chunks' other keys (``id``, ``model``, ``created``, ...; not ``object``, which names the
+    chunk type), the last value given of each.
     Chunks of other choices are kept whole in ``other_choices``.
     """
     body: dict[str, Any] = {}
@@ -250,9 +252,9 @@ def choice_delta_chunks(chunks: list[Any]) -> dict[str, Any]:
     for chunk in chunks:
         if type(chunk) is not dict:
             continue
-        for key in ("id", "model", "created", "system_fingerprint", "service_tier"):
-            if chunk.get(key) is not None:
-                body[key] = chunk[key]
+        for key, value in chunk.items():  # id, model, created, system_fingerprint, ...: the last one given
+            if key not in ("choices", "object", "usage") and value is not None:
+                body[key] = value
         if type(chunk.get("usage")) is dict:
             body["usage"] = chunk["usage"]
         for choice in chunk.get("choices") if type(chunk.get("choices")) is list else []:

@@ -64,6 +64,21 @@ def _refusal(turn: dict[str, Any]) -> str | None:
     return refusal if type(refusal) is str else None
 
 
+def _sse(events: list[dict[str, Any]], *, named: bool, done: bool = False) -> str:
+    """Server-sent events: one ``data:`` line each (after an ``event:`` line of its type when `named`)."""
+    out = []
+    for event in events:
+        head = f"event: {event['type']}\n" if named else ""
+        out.append(f"{head}data: {_json_text(event)}\n\n")
+    return "".join(out) + ("data: [DONE]\n\n" if done else "")
+
+
+def _pieces(text: str) -> list[str]:
+    """`text` cut in two (a stream sends a text in pieces), or as it is when shorter than two."""
+    middle = len(text) // 2
+    return [text[:middle], text[middle:]] if middle else [text]
+
+
 class Anthropic:
     """Anthropic Messages: content blocks; tool results open the next user message."""
 
@@ -124,6 +139,49 @@ class Anthropic:
             "/usage/input_tokens",
             "/usage/output_tokens",
         ]
+
+    def stream(self, body: dict[str, Any]) -> str:
+        """The response as Messages streaming events: ``message_start``, each block's start, deltas and
+        stop, ``message_delta`` (stop reason, output tokens), ``message_stop``."""
+        usage = body.get("usage") if type(body.get("usage")) is dict else {}
+        start = {**body, "content": [], "stop_reason": None, "stop_sequence": None}
+        start["usage"] = {**usage, "output_tokens": 0} if "output_tokens" in usage else dict(usage)
+        events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
+        for i, block in enumerate(body["content"]):
+            kind = block.get("type")
+            if kind == "text":
+                events.append({"type": "content_block_start", "index": i, "content_block": {**block, "text": ""}})
+                events += [
+                    {"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": t}}
+                    for t in _pieces(block["text"])
+                ]
+            elif kind == "thinking":
+                opened = {**block, "thinking": "", "signature": ""}
+                events.append({"type": "content_block_start", "index": i, "content_block": opened})
+                events += [
+                    {"type": "content_block_delta", "index": i, "delta": {"type": "thinking_delta", "thinking": t}}
+                    for t in _pieces(block["thinking"])
+                ]
+                signature = {"type": "signature_delta", "signature": block.get("signature", "")}
+                events.append({"type": "content_block_delta", "index": i, "delta": signature})
+            elif kind == "tool_use":
+                events.append({"type": "content_block_start", "index": i, "content_block": {**block, "input": {}}})
+                events += [
+                    {
+                        "type": "content_block_delta",
+                        "index": i,
+                        "delta": {"type": "input_json_delta", "partial_json": t},
+                    }
+                    for t in _pieces(_json_text(block["input"]))
+                ]
+            else:
+                events.append({"type": "content_block_start", "index": i, "content_block": block})
+            events.append({"type": "content_block_stop", "index": i})
+        delta = {"stop_reason": body.get("stop_reason"), "stop_sequence": body.get("stop_sequence")}
+        last: dict[str, Any] = {"type": "message_delta", "delta": delta}
+        if "output_tokens" in usage:
+            last["usage"] = {"output_tokens": usage["output_tokens"]}
+        return _sse([*events, last, {"type": "message_stop"}], named=True)
 
 
 class ChatCompletions:
@@ -188,6 +246,38 @@ class ChatCompletions:
         body["choices"] = [choice]
         made = ["/id", "/created", "/model", "/choices/0/finish_reason", "/choices/0/logprobs"]
         return body, made
+
+    def stream(self, body: dict[str, Any]) -> str:
+        """The completion as chunks: the role, then text, reasoning and refusal pieces, each tool call
+        opened (id, name) and its arguments in pieces, the finish reason, a usage chunk, ``[DONE]``."""
+        choice = body["choices"][0]
+        message = choice["message"]
+        head = {k: v for k, v in body.items() if k not in ("choices", "usage", "object")}
+        head["object"] = "chat.completion.chunk"
+
+        def chunk(delta: dict[str, Any], finish: Any = None) -> dict[str, Any]:
+            return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+        chunks = [chunk({"role": "assistant"})]
+        for key in ("reasoning_content", "content", "refusal"):
+            if type(message.get(key)) is str:
+                chunks += [chunk({key: piece}) for piece in _pieces(message[key])]
+        for i, call in enumerate(message.get("tool_calls") or ()):
+            opened = {
+                "index": i,
+                "id": call["id"],
+                "type": call["type"],
+                "function": {"name": call["function"]["name"]},
+            }
+            chunks.append(chunk({"tool_calls": [opened]}))
+            chunks += [
+                chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
+                for piece in _pieces(call["function"]["arguments"])
+            ]
+        chunks.append(chunk({}, choice.get("finish_reason")))
+        if "usage" in body:
+            chunks.append({**head, "choices": [], "usage": body["usage"]})
+        return _sse(chunks, named=False, done=True)
 
 
 class Responses:
@@ -305,6 +395,55 @@ class Responses:
         }
         fixed = ["/id", "/created_at", "/model", "/parallel_tool_calls", "/tool_choice", "/tools"]
         return body, [*fixed, *(f"/output{p}" for p in made)]
+
+    def stream(self, body: dict[str, Any]) -> str:
+        """The response as Responses streaming events: ``response.created``, each output item added,
+        its parts, text, refusal, argument and summary deltas and their ``.done`` events, the item
+        done, and ``response.completed`` (each event numbered by ``sequence_number``)."""
+        events: list[dict[str, Any]] = [{"type": "response.created", "response": {**body, "output": []}}]
+        for i, item in enumerate(body["output"]):
+            kind = item.get("type")
+            opened = dict(item)
+            if kind == "message":
+                opened["content"] = []
+            elif kind == "function_call":
+                opened["arguments"] = ""
+            elif kind == "reasoning":
+                opened["summary"] = []
+            events.append({"type": "response.output_item.added", "output_index": i, "item": opened})
+            at = {"item_id": item.get("id") or f"item_{i}", "output_index": i}  # item_id: the events need one
+            if kind == "message":
+                for j, part in enumerate(item.get("content") or ()):
+                    key = "refusal" if part.get("type") == "refusal" else "text"
+                    name = "refusal" if key == "refusal" else "output_text"
+                    where = {**at, "content_index": j}
+                    events.append({"type": "response.content_part.added", **where, "part": {**part, key: ""}})
+                    logprobs = {} if key == "refusal" else {"logprobs": []}
+                    events += [
+                        {"type": f"response.{name}.delta", **where, "delta": t, **logprobs} for t in _pieces(part[key])
+                    ]
+                    events.append({"type": f"response.{name}.done", **where, key: part[key], **logprobs})
+                    events.append({"type": "response.content_part.done", **where, "part": part})
+            elif kind == "function_call":
+                events += [
+                    {"type": "response.function_call_arguments.delta", **at, "delta": t}
+                    for t in _pieces(item["arguments"])
+                ]
+                events.append({"type": "response.function_call_arguments.done", **at, "arguments": item["arguments"]})
+            elif kind == "reasoning":
+                for j, part in enumerate(item.get("summary") or ()):
+                    where = {**at, "summary_index": j}
+                    events.append(
+                        {"type": "response.reasoning_summary_part.added", **where, "part": {**part, "text": ""}}
+                    )
+                    events += [
+                        {"type": "response.reasoning_summary_text.delta", **where, "delta": t}
+                        for t in _pieces(part["text"])
+                    ]
+                    events.append({"type": "response.reasoning_summary_text.done", **where, "text": part["text"]})
+            events.append({"type": "response.output_item.done", "output_index": i, "item": item})
+        events.append({"type": "response.completed", "response": body})
+        return _sse([{**e, "sequence_number": n} for n, e in enumerate(events)], named=True)
 
 
 class Gemini:

@@ -14,17 +14,17 @@ from typing import Any
 
 import pydantic
 import pytest
-from anthropic.types import Message
+from anthropic.types import Message, RawMessageStreamEvent
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming, MessageCreateParamsStreaming
 from google.genai import types as genai
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from openai.types.chat import ChatCompletion
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.chat.completion_create_params import (
     CompletionCreateParamsNonStreaming,
     CompletionCreateParamsStreaming,
 )
-from openai.types.responses import Response
+from openai.types.responses import Response, ResponseStreamEvent
 from openai.types.responses.response_create_params import (
     ResponseCreateParamsNonStreaming,
     ResponseCreateParamsStreaming,
@@ -32,11 +32,16 @@ from openai.types.responses.response_create_params import (
 
 from mapc.engine import storyline
 from mapc.engine.problems import MapcError
-from mapc.store import events
+from mapc.store import events, wire
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "events"
 PROTOCOLS = ["anthropic-messages", "openai-chat-completions", "openai-responses", "gemini-generate-content"]
 A = pydantic.TypeAdapter
+STREAM_EVENT: dict[str, Any] = {  # one SSE data payload of a streamed response
+    "anthropic-messages": A(RawMessageStreamEvent),
+    "openai-chat-completions": A(ChatCompletionChunk),
+    "openai-responses": A(ResponseStreamEvent),
+}
 SDK: dict[str, tuple[Any, Any, Any]] = {  # request (stream: false), request (stream: true), response
     "anthropic-messages": (A(MessageCreateParamsNonStreaming), A(MessageCreateParamsStreaming), Message),
     "openai-chat-completions": (
@@ -83,6 +88,10 @@ def check_bodies(records: list[dict[str, Any]], protocol: str) -> int:
         if record["kind"] == "http.request":
             body = http["request_body"]
             (streamed if body.get("stream") is True else plain).validate_python(body)
+        elif http.get("body_encoding") == "sse":
+            assert record["kind"] == "http.response.stream"
+            for event in wire.sse_events(http["response_body"]):
+                STREAM_EVENT[protocol].validate_python(event)
         else:
             response_type.model_validate(http["response_body"])
     return n
@@ -182,8 +191,9 @@ json_args = st.dictionaries(st.sampled_from(["q", "n", "path"]), st.integers(0, 
 
 @st.composite
 def conversations(draw: st.DrawFn, protocol: str) -> dict[str, Any]:
-    """A Storyline of user, system (not for Anthropic) and agent turns: texts, reasoning, parallel
-    tool calls with or without results, usage, models; trailing user turns; consecutive agents."""
+    """A Storyline of user, system (not for Anthropic or Gemini) and agent turns: texts, reasoning,
+    parallel tool calls with or without results, usage, models; trailing user turns; consecutive
+    agents; streamed or not (``params.stream``, not for Gemini, whose stream is another path)."""
     turns: list[dict[str, Any]] = []
     calls = 0
     gemini = protocol == "gemini-generate-content"
@@ -218,6 +228,8 @@ def conversations(draw: st.DrawFn, protocol: str) -> dict[str, Any]:
         if draw(st.booleans()):
             turn["metrics"] = {"input_tokens": draw(st.integers(0, 99)), "output_tokens": draw(st.integers(0, 99))}
         turns.append(turn)
+    if not gemini and draw(st.booleans()):  # streamed calls: the responses are written as SSE
+        turns[0]["extra"] = {"params": {"stream": True}}
     return {
         "schema_version": "storyline/v1",
         "session": "law",
@@ -246,6 +258,9 @@ def test_law_storyline_synthesize_project_gives_the_conversation_back(case):
     check_bodies(records, protocol)
     back = events.project_records(records)
     assert content(back) == content(story)
+    streamed = story["turns"][0].get("extra", {}).get("params", {}).get("stream") is True
+    kinds = {r["kind"] for r in records if r["kind"].startswith("http.response")}
+    assert kinds <= ({"http.response.stream"} if streamed else {"http.response"})
     again = events.project_records(events.synthesize_wire(back, protocol))
     assert again == back  # a projected Storyline is a fixed point: every extra it has is written back
 
