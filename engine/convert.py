@@ -17,7 +17,7 @@ from mapc.engine import catalog, codecs, envelope, functions, loss, pointer, pro
 from mapc.engine.checks import iter_check_problems
 from mapc.engine.compile import Program
 from mapc.engine.limits import Limits
-from mapc.engine.mapped import Rebuilt
+from mapc.engine.mapped import Mapped, Rebuilt
 from mapc.engine.options import DEFAULT, Options
 from mapc.engine.prepare import prepare
 from mapc.engine.problems import MapcError, Problem, in_document_order
@@ -273,15 +273,70 @@ def from_storyline(fmt: str, stories: list[dict[str, Any]], *, carry: bool = Tru
 def rebuild(program: Program, stories: list[dict[str, Any]]) -> list[Rebuilt]:
     """The documents of `program`'s format for `stories`: the reverse rules, then the spec's
     `document.finish` function (which may move values into the format's extension slots)."""
-    rebuilt = run.reverse(program, stories)
-    if program.spec.finish is None:
-        return rebuilt
-    fn = functions.lookup(program.spec.finish)
-    if fn is None:
-        raise MapcError.single(
-            "spec.unknown_function", "", f"document.finish names no function {program.spec.finish!r}"
-        )
-    return [Rebuilt(fn.fn(r.document, [m.story for m in r.stories]), r.stories) for r in rebuilt]
+    bare, absent = _absent_notes(program, stories)
+    rebuilt = run.reverse(program, bare)
+    if absent:  # the Mapped name the caller's Storylines, not the copies without the notes
+        originals = {id(b): s for b, s in zip(bare, stories, strict=True)}
+        rebuilt = [
+            Rebuilt(r.document, tuple(Mapped(originals[id(m.story)], m.carrier, m.also) for m in r.stories))
+            for r in rebuilt
+        ]
+    if program.spec.finish is not None:
+        fn = functions.lookup(program.spec.finish)
+        if fn is None:
+            raise MapcError.single(
+                "spec.unknown_function", "", f"document.finish names no function {program.spec.finish!r}"
+            )
+        rebuilt = [Rebuilt(fn.fn(r.document, [m.story for m in r.stories]), r.stories) for r in rebuilt]
+    if absent:
+        for r in rebuilt:
+            for m in r.stories:
+                for ptr in absent.get(id(m.story), ()):
+                    _remove(r.document, ptr)
+    return rebuilt
+
+
+def _absent_notes(program: Program, stories: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[int, list[str]]]:
+    """The Storylines without the notes of what the way back leaves out (envelope.ABSENT, under
+    the format's own source), and those notes' pointers by the Storyline (its id) they came with."""
+    source = program.spec.source
+    bare: list[dict[str, Any]] = []
+    absent: dict[int, list[str]] = {}
+    for story in stories:
+        uf = story.get("unknown_fields")
+        entry = (uf.get("sources") or {}).get(source) if type(uf) is dict else None
+        fields = entry.get("fields") if type(entry) is dict else None
+        if type(fields) is not dict or envelope.ABSENT not in fields:
+            bare.append(story)
+            continue
+        notes = fields[envelope.ABSENT]
+        absent[id(story)] = [p for p in notes if type(p) is str] if type(notes) is list else []
+        rest = {p: v for p, v in fields.items() if p != envelope.ABSENT}
+        sources = dict(uf["sources"])
+        if rest:
+            sources[source] = {**entry, "fields": rest}
+        else:
+            del sources[source]
+        others = {k: v for k, v in story.items() if k not in ("unknown_fields", "unknown_key_counts")}
+        bare.append({**others, "unknown_fields": {**uf, "sources": sources}} if sources else others)
+    return bare, absent
+
+
+def _remove(doc: Any, ptr: str) -> None:
+    """Take the value at `ptr` out of `doc` (an array item: the items after it move up), copying
+    nothing: the rebuilt document is the caller's own.  A pointer to nothing is passed over."""
+    try:
+        tokens = pointer.parse(ptr)
+    except pointer.PointerSyntaxError:
+        return
+    if not tokens:
+        return
+    parent = pointer.resolve(doc, tokens[:-1])
+    last = tokens[-1]
+    if type(parent) is dict:
+        parent.pop(last, None)
+    elif type(parent) is list and pointer.is_array_index(last) and int(last) < len(parent):
+        del parent[int(last)]
 
 
 def _hop_out(fmt: str, stories: list[dict[str, Any]]) -> Any:

@@ -9,9 +9,15 @@ from conftest import FIXTURES
 
 import mapc
 from mapc.cli.main import cli
+from mapc.engine.envelope import ABSENT
 
 ATIF = FIXTURES / "atif" / "support-ticket.json"
 ACTF = FIXTURES / "actf" / "code-repair.actf.json"
+
+
+def _pointers(fields):
+    """The pointers an envelope source names: its values', and those its ABSENT note lists."""
+    return [p for p in fields if p != ABSENT] + list(fields.get(ABSENT, []))
 
 
 def test_a_conversion_that_is_not_exact_says_so_in_one_line(runner, tmp_path):
@@ -39,7 +45,7 @@ def test_report_writes_the_report_as_data(runner, tmp_path):
     _, expected = mapc.convert_reported("atif", "actf", ATIF)
     assert entry == orjson.loads(orjson.dumps(expected.at(str(ATIF)).as_dict()))
     envelope = orjson.loads(out.read_bytes())["_storyline"]["unknown_fields"]["by_trajectory"]
-    fields = {(c, p) for c, e in envelope.items() for b in e["sources"].values() for p in b["fields"]}
+    fields = {(c, p) for c, e in envelope.items() for b in e["sources"].values() for p in _pointers(b["fields"])}
     assert {(c["carrier"], c["pointer"]) for c in entry["carried"]} == fields
 
 
@@ -70,7 +76,7 @@ def test_no_envelope_writes_the_pure_target_and_reports_what_it_dropped(runner, 
     with_envelope = mapc.convert("actf", "atif", ACTF)
     carried = with_envelope["extra"]["_storyline"]["unknown_fields"]["by_trajectory"]
     assert {d["pointer"] for d in entry["dropped"]} == {
-        p for e in carried.values() for b in e["sources"].values() for p in b["fields"]
+        p for e in carried.values() for b in e["sources"].values() for p in _pointers(b["fields"])
     }
 
 
