@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import click
+import orjson
 
 from mapc.cli import corpus, report
 from mapc.cli.boundary import on_interrupt, options
@@ -56,6 +57,13 @@ from mapc.engine.redact import summary as redact_summary
     is_flag=True,
     help="For a DIR: leave files whose output is already there (a stopped run goes on where it stopped).",
 )
+@click.option(
+    "--jsonl",
+    "jsonl_flag",
+    is_flag=True,
+    help="INPUT is JSON Lines (one document, or row, a line) whatever its name; for - (stdin) this is "
+    "also seen from the content.",
+)
 @report_options
 @redact_options
 @engine_options
@@ -74,6 +82,7 @@ def convert_command(
     report_file: str | None = None,
     strict: bool = False,
     no_envelope: bool = False,
+    jsonl_flag: bool = False,
 ) -> None:
     """Convert INPUT (a file, or every file under a directory) from one format to another, through Storyline.
 
@@ -111,13 +120,15 @@ def convert_command(
             _convert_lines(input, fmt, to_fmt, output, strict, not no_envelope, report_file)
             return
     data = read_bytes(input)
+    lines = jsonl_flag or is_jsonl(input) or (input == "-" and looks_like_jsonl(data))
     if from_fmt is None:
-        from_fmt = detected(input, data)
+        if lines and not is_jsonl(input):  # stdin, or --jsonl: the content's first line says the format
+            from_fmt = detect.by_content(data, jsonl=True) or detected(input, data)
+        else:
+            from_fmt = detected(input, data)
     with fail_on(input):
         try:
-            stories = convert.into_storyline(
-                from_fmt, data, jsonl=is_jsonl(input), path=document_path(input), options=options()
-            )
+            stories = convert.into_storyline(from_fmt, data, jsonl=lines, path=document_path(input), options=options())
         except MapcError:
             _hint_detected(input, data, from_fmt)
             raise
@@ -130,6 +141,8 @@ def convert_command(
         if strict and not assessed.exact:
             report.write_report(report_file, [assessed], strict=strict)
             raise MapcError([report.refusal(assessed)])
+    if output is not None and is_jsonl(output):
+        result = convert.as_lines(to_fmt, result)  # a row corpus: one row a line (the envelope in the first)
     write_bytes(output, output_bytes(output, result))
     report.write_report(report_file, [assessed], strict=strict)
     for line in report.lines([assessed]):
@@ -160,6 +173,19 @@ def detected(input: str, data: bytes) -> str:
     raise click.BadParameter(
         f"cannot tell the format of {input} from its name or content; say it with --from", param_hint="INPUT"
     )
+
+
+def looks_like_jsonl(data: bytes) -> bool:
+    """Whether stdin's `data` is JSON Lines: several non-empty lines, the first a whole JSON value
+    by itself (a pretty-printed document's first line is not)."""
+    lines = [line for line in data.splitlines() if line.strip()]
+    if len(lines) < 2:
+        return False
+    try:
+        orjson.loads(lines[0])
+    except orjson.JSONDecodeError:
+        return False
+    return True
 
 
 def _streams(from_fmt: str, to_fmt: str) -> bool:

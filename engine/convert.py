@@ -63,10 +63,12 @@ def _row_position(rows: Template, ptr: str) -> int | None:
     return None
 
 
-def read_units(data: bytes, *, jsonl: bool = False, rows: bool = False, options: Options = DEFAULT) -> list[Unit]:
+def read_units(data: bytes, *, jsonl: bool = False, rows: bool | str = False, options: Options = DEFAULT) -> list[Unit]:
     """Split an input file into top-level documents: an object, an array of them, or JSONL lines.
 
-    For a row corpus (`rows`), an array or the JSONL lines are the rows of one document."""
+    For a row corpus (`rows`), an array or the JSONL lines are the rows of one document.  When
+    `rows` names the rows' key (``session_steps``) and the first JSONL row holds the `_storyline`
+    envelope (as `as_lines` writes it), the document is the object form, with the envelope."""
     allow = options.allow_duplicate_keys
     if jsonl:
         units = []
@@ -79,7 +81,15 @@ def read_units(data: bytes, *, jsonl: bool = False, rows: bool = False, options:
                 raise MapcError([p.on_line(n) for p in exc.problems]) from None
         if not units:
             raise MapcError.single("input.empty", "", "the file holds no records; it cannot be empty")
-        return [Unit([u.document for u in units], lines=tuple(u.line or 0 for u in units))] if rows else units
+        if not rows:
+            return units
+        documents = [u.document for u in units]
+        lines = tuple(u.line or 0 for u in units)
+        first = documents[0]
+        if type(rows) is str and type(first) is dict and envelope.KEY in first:
+            head = {k: v for k, v in first.items() if k != envelope.KEY}
+            return [Unit({rows: [head, *documents[1:]], envelope.KEY: first[envelope.KEY]}, lines=lines)]
+        return [Unit(documents, lines=lines)]
     doc = storyline.loads(data, allow_duplicate_keys=allow)
     if type(doc) is list and not rows:
         if not doc:
@@ -204,7 +214,7 @@ def into_storyline(
             raise MapcError(failed)
         return found
     program = program_for(fmt)
-    units = read_units(data, jsonl=jsonl, rows=program.spec.rows is not None, options=options)
+    units = read_units(data, jsonl=jsonl, rows=_rows_key(program) or program.spec.rows is not None, options=options)
     stories: list[dict[str, Any]] = []
     problems: list[Problem] = []
     for unit in units:  # every unit is checked, so one run reports every bad element or line
@@ -494,3 +504,29 @@ def _carried_home(fmt: str, stories: list[dict[str, Any]]) -> bool:
     from a shipped spec's format other than `fmt`, so the envelope holds all that way back needs."""
     names = set(catalog.shipped_names())
     return all((s.get("origin") or {}).get("format") in names - {fmt} for s in stories)
+
+
+def _rows_key(program: Program) -> str | None:
+    """The key of a row corpus's object form holding its rows (``session_steps``), when its rows
+    are the array at one top-level key; None otherwise."""
+    if program.spec.rows is None:
+        return None
+    tokens = program.spec.rows.rows.literal() or ()
+    return tokens[0] if len(tokens) == 1 else None
+
+
+def as_lines(fmt: str, output: Any) -> Any:
+    """`output` of format `fmt` as what a JSON Lines file holds, one item a line: a row corpus's
+    rows (its envelope, if any, in a `_storyline` key of the first row, which reading lifts back
+    out); any other output as it is (a list: one document a line)."""
+    if fmt == STORYLINE or codecs.lookup(fmt) is not None or type(output) is not dict:
+        return output
+    key = _rows_key(program_for(fmt))
+    if key is None or type(output.get(key)) is not list or set(output) - {key, envelope.KEY} or not output[key]:
+        return output
+    rows = list(output[key])
+    if envelope.KEY in output:
+        if type(rows[0]) is not dict or envelope.KEY in rows[0]:
+            return output  # no place for it in a row: the object form, on one line
+        rows[0] = {**rows[0], envelope.KEY: output[envelope.KEY]}
+    return rows
