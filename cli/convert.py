@@ -6,11 +6,12 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 import orjson
 
-from mapc.cli import corpus, report
+from mapc.cli import corpus, report, sessions
 from mapc.cli.boundary import on_interrupt, options
 from mapc.cli.engines import engine_options, open_engine
 from mapc.cli.files import (
@@ -128,10 +129,12 @@ def convert_command(
             from_fmt = detected(input, data)
     with fail_on(input):
         try:
-            stories = convert.into_storyline(from_fmt, data, jsonl=lines, path=document_path(input), options=options())
+            stories = _into_storyline(input, from_fmt, data, lines)
         except MapcError:
             _hint_detected(input, data, from_fmt)
             raise
+        for message in convert.drift(from_fmt, data, options()):
+            click.echo(f"{input}: warning: {message}", err=True)
         if redactor is not None:
             stories, counts = redactor.stories(stories)
         result, assessed = convert.from_storyline_reported(
@@ -149,6 +152,17 @@ def convert_command(
         click.echo(line, err=True)
     if redactor is not None:
         click.echo(f"{input}: {redact_summary(counts)}", err=True)
+
+
+def _into_storyline(input: str, fmt: str, data: bytes, lines: bool = False) -> list[dict[str, Any]]:
+    """The Storylines of INPUT (JSON Lines with `lines`); an event stream with companion files beside
+    it (a Claude Code session's subagent transcripts) is read with them, as one tree."""
+    pattern = convert.companions_pattern(fmt) if input != "-" else None
+    if pattern is None:
+        return convert.into_storyline(fmt, data, jsonl=lines, path=document_path(input), options=options())
+    base = Path(input).parent
+    found = [(Path(c).relative_to(base).as_posix(), read_bytes(c)) for c in sessions.companions(pattern, input)]
+    return convert.into_storyline_with(fmt, data, found, path=document_path(input), options=options())
 
 
 def _hint_detected(input: str, data: bytes, from_fmt: str) -> None:

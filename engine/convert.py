@@ -8,6 +8,7 @@ the engine knows no format by name.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -22,9 +23,10 @@ from mapc.engine.options import DEFAULT, Options
 from mapc.engine.prepare import prepare
 from mapc.engine.problems import MapcError, Problem, in_document_order
 from mapc.engine.schema import compiled_validator
-from mapc.engine.template import Template
+from mapc.engine.template import Template, parse_template
 
 STORYLINE = "storyline"
+_RECORDS = parse_template("/{r}")
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -83,6 +85,8 @@ def read_units(data: bytes, *, jsonl: bool = False, rows: bool | str = False, op
             raise MapcError.single("input.empty", "", "the file holds no records; it cannot be empty")
         if not rows:
             return units
+        if len(units) == 1 and type(units[0].document) is list:  # the records as one JSON array
+            return [Unit(units[0].document)]
         documents = [u.document for u in units]
         lines = tuple(u.line or 0 for u in units)
         first = documents[0]
@@ -112,7 +116,12 @@ def program_for(fmt: str) -> Program:
             "events live only in Lance: use `mapc events append` to store event records and "
             "`mapc events project` to turn them into Storylines or any other format",
         )
-    return catalog.program(catalog.aliases().get(fmt, fmt))
+    return catalog.program(fmt)  # a name, an alias or a path
+
+
+def _codec(fmt: str) -> codecs.Codec | None:
+    """The codec of `fmt`; a shipped spec's name is no codec, and asking costs no import of them."""
+    return None if fmt in catalog.shipped_names() else codecs.lookup(fmt)
 
 
 def input_problems(program: Program, doc: Any) -> list[Problem]:
@@ -140,7 +149,7 @@ def forward_unit(
         if problems:
             raise MapcError(problems)
         stories = [m.story for m in mapped]
-        if carried or program.spec.rows is not None:
+        if carried or program.spec.rows is not None or program.spec.stream is not None:
             for story in stories:
                 _recount(story)
         problems = [_output_problem(m.carrier, p) for m in mapped for p in storyline.check(m.story)]
@@ -151,6 +160,8 @@ def forward_unit(
         return stories
     except MapcError as exc:
         rows = program.spec.rows.rows if program.spec.rows is not None else None
+        if program.spec.stream is not None:
+            rows = _RECORDS  # a stream's problems point at /{record}
         raise MapcError([unit.locate(p, rows) for p in exc.problems]) from None
 
 
@@ -196,7 +207,7 @@ def into_storyline(
     `path` is the file's path relative to the corpus it belongs to: formats that name their
     documents by path (row corpora) use it, and reject an absolute one or one with `..`.
     `options` (engine/options.py) sets the limits and the duplicate-key check."""
-    codec = codecs.lookup(fmt)
+    codec = _codec(fmt)
     if codec is not None:  # a format that is not JSON: its own reader, then the hub's checks
         decoded = codec.decode(data, path)
         failed = storyline.check_all(decoded, prefix=len(decoded) > 1) or _over_limits(
@@ -214,7 +225,9 @@ def into_storyline(
             raise MapcError(failed)
         return found
     program = program_for(fmt)
-    units = read_units(data, jsonl=jsonl, rows=_rows_key(program) or program.spec.rows is not None, options=options)
+    stream = program.spec.stream is not None  # an event stream is JSONL, whatever the file is called
+    rows = _rows_key(program) or program.spec.rows is not None or stream
+    units = read_units(data, jsonl=jsonl or stream, rows=rows, options=options)
     stories: list[dict[str, Any]] = []
     problems: list[Problem] = []
     for unit in units:  # every unit is checked, so one run reports every bad element or line
@@ -255,7 +268,7 @@ def from_storyline(fmt: str, stories: list[dict[str, Any]], *, carry: bool = Tru
 
         stories = [canonical_prompts(s) for s in stories]
         return stories[0] if len(stories) == 1 else stories
-    codec = codecs.lookup(fmt)
+    codec = _codec(fmt)
     if codec is not None:
         return codec.encode(stories)  # text (str), not a JSON value
     program = program_for(fmt)
@@ -369,14 +382,19 @@ def streamable(from_fmt: str, to_fmt: str) -> bool:
     """Whether a JSONL input converts line by line with the result of converting it whole: each line
     maps alone (not a row corpus, whose rows group across lines) and the target writes each tree of
     Storylines as its own document (Storyline itself, or a format without members or rows)."""
-    if codecs.lookup(from_fmt) is not None or codecs.lookup(to_fmt) is not None:
+    if _codec(from_fmt) is not None or _codec(to_fmt) is not None:
         return False
-    if from_fmt != STORYLINE and program_for(from_fmt).spec.rows is not None:
+    if from_fmt != STORYLINE and not _one_document_a_line(program_for(from_fmt)):
         return False
     if to_fmt == STORYLINE:
         return True
     target = program_for(to_fmt)
-    return target.each is None and target.spec.rows is None
+    return target.each is None and _one_document_a_line(target)
+
+
+def _one_document_a_line(program: Program) -> bool:
+    # A row corpus groups rows across lines; an event stream is the whole file.
+    return program.spec.rows is None and program.spec.stream is None
 
 
 def convert_lines(
@@ -530,3 +548,67 @@ def as_lines(fmt: str, output: Any) -> Any:
             return output  # no place for it in a row: the object form, on one line
         rows[0] = {**rows[0], envelope.KEY: output[envelope.KEY]}
     return rows
+
+
+# --- event streams: companion files and drift -------------------------------------------------------
+
+
+def companions_pattern(fmt: str) -> str | None:
+    """For an event-stream format whose streams have child streams in files beside them (Claude
+    Code's subagent transcripts), the spec's glob of those files relative to the stream's file,
+    with ``{stem}`` the file's name without its suffix; None otherwise."""
+    if fmt == STORYLINE or codecs.lookup(fmt) is not None:
+        return None
+    spec = program_for(fmt).spec
+    return spec.stream.children.files if spec.stream is not None and spec.stream.children is not None else None
+
+
+def into_storyline_with(
+    fmt: str,
+    data: bytes,
+    companions: Iterable[tuple[str, bytes]],
+    *,
+    path: str | None = None,
+    options: Options = DEFAULT,
+) -> list[dict[str, Any]]:
+    """`into_storyline` of an event stream and its companion streams (relative path, bytes): the
+    stream's Storyline first, then one child Storyline per companion, linked by parent/children.
+    Problems of a companion name it (its path before the pointer)."""
+    from mapc.engine import stream
+
+    program = program_for(fmt)
+    spec = program.spec.stream
+    stories = into_storyline(fmt, data, jsonl=True, path=path, options=options)
+    if spec is None or spec.children is None:
+        return stories
+    children: list[tuple[dict[str, Any], Any]] = []
+    problems: list[Problem] = []
+    for rel, raw in companions:
+        try:
+            child = into_storyline(fmt, raw, jsonl=True, path=rel, options=options)
+            children.append((child[0], [u.document for u in read_units(raw, jsonl=True, options=options)]))
+        except MapcError as exc:
+            problems.extend(dataclasses.replace(p, message=f"{rel}: {p.message}") for p in exc.problems)
+    if problems:
+        raise MapcError(problems)
+    records = [u.document for u in read_units(data, jsonl=True, options=options)]
+    stream.link(spec, stories[0], records, children)
+    out = [stories[0], *(c for c, _ in children)]
+    failed = storyline.check_all(out, prefix=True)
+    if failed:
+        raise MapcError(failed)
+    return out
+
+
+def drift(fmt: str, data: bytes, options: Options = DEFAULT) -> list[str]:
+    """What an event stream holds that its format's spec does not know (record types, keys, versions
+    it was not checked against), one message per kind; [] for every other format."""
+    from mapc.engine import stream
+
+    if fmt == STORYLINE or codecs.lookup(fmt) is not None:
+        return []
+    spec = program_for(fmt).spec.stream
+    if spec is None:
+        return []
+    records = [u.document for u in read_units(data, jsonl=True, options=options)]
+    return stream.drift(spec, records).messages(spec.checked)

@@ -372,17 +372,21 @@ def test_export_recovers_step_ids_from_turn_ids():
     assert [r["step_id"] for r in doc["session_steps"]] == [2, 7]
 
 
-def test_export_rejects_turns_it_cannot_say():
-    (story,) = forward([row()])
+def test_export_writes_the_complete_interactions_and_refuses_a_storyline_without_one():
+    """Issue 15 §5: a turn that is no row (another source, a trailing user turn) does not stop the
+    export; the complete interactions are written.  A Storyline without an agent turn with output
+    has no row at all, and is refused."""
+    (story,) = forward([row(), row(step=2)])
     story["turns"][0]["src"] = "tool"
-    with pytest.raises(MapcError) as info:
-        mapc.from_storyline(FMT, [story])
-    assert [(p.code, p.pointer) for p in info.value.problems] == [("export.unrepresentable", "/0/turns/0/src")]
+    story["turns"].append({"id": 99, "src": "user", "msg": "and then?"})
+    doc = mapc.from_storyline(FMT, [story])
+    assert [r["step_id"] for r in doc["session_steps"]] == [1, 2]
+    assert doc["session_steps"][0]["messages"] == [{"role": "user"}]  # the "tool" turn has no role
     (story,) = forward([row()])
     story["turns"].pop()
     with pytest.raises(MapcError) as info:
         mapc.from_storyline(FMT, [story])
-    assert info.value.problems[0].code == "export.unrepresentable"
+    assert [(p.code, p.pointer) for p in info.value.problems] == [("export.unrepresentable", "/0/turns")]
 
 
 def test_export_of_two_openai_files_into_one_document_is_rejected():
@@ -473,7 +477,8 @@ def test_spec_coverage_counts_a_corpus_and_its_unknown_keys():
 
 
 def test_an_agent_turn_without_output_is_refused_not_written_as_an_unreadable_row():
-    """Found by the hop law: such a row was written and then refused by the reader (openai.no_output)."""
+    """Found by the hop law: such a row was written and then refused by the reader (openai.no_output).
+    Such a turn is no row; a run with no other agent turn has none."""
     doc = {
         "schema_version": "ATIF-v1.7",
         "agent": {"name": "a", "version": "1"},
@@ -482,4 +487,4 @@ def test_an_agent_turn_without_output_is_refused_not_written_as_an_unreadable_ro
     }
     with pytest.raises(MapcError) as caught:
         mapc.convert("atif", "openai-msg", orjson.dumps(doc))
-    assert [(p.code, p.pointer) for p in caught.value.problems] == [("export.unrepresentable", "/0/turns/0")]
+    assert [(p.code, p.pointer) for p in caught.value.problems] == [("export.unrepresentable", "/0/turns")]
