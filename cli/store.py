@@ -17,7 +17,17 @@ import click
 
 from mapc.cli.boundary import on_interrupt, options
 from mapc.cli.engines import engine_options, open_engine
-from mapc.cli.files import input_limit, is_jsonl, open_regular, read_bytes, read_limited, shown, walk, write_bytes
+from mapc.cli.files import (
+    document_path,
+    input_limit,
+    is_jsonl,
+    open_regular,
+    read_bytes,
+    read_limited,
+    shown,
+    walk,
+    write_bytes,
+)
 from mapc.cli.output import dump_json, fail_on, output_bytes, redact_options, redactor_of
 from mapc.cli.params import FORMAT
 from mapc.cli.render import report
@@ -28,11 +38,13 @@ from mapc.engine.redact import summary as redact_summary
 SUFFIXES = (".json", ".jsonl", ".ndjson")
 
 
-def input_files(paths: tuple[str, ...]) -> list[str]:
+def input_files(paths: tuple[str, ...], rels: dict[str, str] | None = None) -> list[str]:
     """The files to import: each file as given, and each directory's .json/.jsonl/.ndjson files
     (recursively, sorted), walked as ``mapc convert DIR`` walks (`mapc.cli.files.walk`): hidden
     entries and ``*.lance`` tables are passed over, a symbolic link is not followed (a warning says
-    so), and a FIFO, device or socket is a usage error, as it is when named."""
+    so), and a FIFO, device or socket is a usage error, as it is when named.  `rels`, when given,
+    gets each walked file's path relative to its directory (formats that name documents by path
+    use it, as ``mapc convert DIR`` does)."""
     files: list[str] = []
     for given in paths:
         path = Path(given)
@@ -50,6 +62,8 @@ def input_files(paths: tuple[str, ...]) -> list[str]:
                         param_hint="INPUT",
                     )
             regular = sorted(entry.path for entry in found if entry.size is not None)
+            if rels is not None:
+                rels.update((entry.path, entry.rel) for entry in found if entry.size is not None)
             if not regular:
                 raise click.BadParameter(f"{given} holds no {'/'.join(SUFFIXES)} file", param_hint="INPUT")
             files.extend(regular)
@@ -60,8 +74,10 @@ def input_files(paths: tuple[str, ...]) -> list[str]:
     return files
 
 
-def _input(file: str, fmt: str | None) -> Any:
-    """The job's `Input` for `file`: checked readable here, read by a worker (stdin by this process)."""
+def _input(file: str, fmt: str | None, rel: str | None = None) -> Any:
+    """The job's `Input` for `file`: checked readable here, read by a worker (stdin by this process).
+    Its document path is `rel` (its path under a walked directory), else as `mapc convert` names a
+    file: relative to the working directory when inside it, else its name."""
     from mapc.store.ingest import Input
 
     if file == "-":
@@ -79,7 +95,8 @@ def _input(file: str, fmt: str | None) -> Any:
             read_limited(file, limit)
         except MapcError as exc:
             refused = exc.problems
-    return Input(file, os.path.abspath(file), size, fmt, is_jsonl(file), refused=refused)
+    path = rel if rel is not None else document_path(file)
+    return Input(file, os.path.abspath(file), size, fmt, is_jsonl(file), path, refused=refused)
 
 
 SHOWN: int = 20
@@ -190,8 +207,9 @@ def store_command(
     if Path(to).exists() and not Path(to).is_dir():
         raise click.BadParameter(f"{to} exists and is not a directory", param_hint="--to")
     existing = ingest.SKIP_EXISTING if skip_existing else ingest.REPLACE if replace else ingest.ERROR
-    files = input_files(inputs)
-    items = [_input(f, fmt) for f in files]  # unreadable files: usage error before any work
+    rels: dict[str, str] = {}
+    files = input_files(inputs, rels)
+    items = [_input(f, fmt, rels.get(f)) for f in files]  # unreadable files: usage error before any work
     on_interrupt(lambda: [f"nothing stored: {to} is as it was"])  # one commit per table, made last
     with (
         open_engine(engine, address, workers) as runner,

@@ -60,3 +60,15 @@ def test_a_session_stored_alone_keeps_the_id_earlier_datasets_have(tmp_path, run
     assert runner.invoke(cli, ["store", str(single), "--to", str(root)]).exit_code == 0
     ids = lance.dataset(str(root / "runs.lance")).to_table(columns=["document_id"]).column(0).to_pylist()
     assert ids == ["harbor-run-7"]
+
+
+def test_openai_documents_are_named_by_their_relative_path(tmp_path, runner):
+    fixture = Path(__file__).resolve().parents[1] / "data" / "fixtures" / "openai-msg" / "training.json"
+    corpus = tmp_path / "corpus" / "runs"
+    corpus.mkdir(parents=True)
+    (corpus / "training.json").write_bytes(fixture.read_bytes())
+    root = tmp_path / "ds"
+    result = runner.invoke(cli, ["store", str(tmp_path / "corpus"), "--to", str(root), "--from", "openai-msg"])
+    assert result.exit_code == 0, result.output
+    runs = lance.dataset(str(root / "runs.lance")).to_table(columns=["origin_json"]).column(0).to_pylist()
+    assert {json.loads(o)["document_id"] for o in runs} == {"runs/training.json"}  # before: "source.json"
