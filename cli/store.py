@@ -99,6 +99,35 @@ def _input(file: str, fmt: str | None, rel: str | None = None) -> Any:
     return Input(file, os.path.abspath(file), size, fmt, is_jsonl(file), path, refused=refused)
 
 
+def _with_descendants(root: Path, stories: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`stories` and, after them, every stored document their `children` name, and theirs (issue 15
+    §6: a selected trajectory is exported with its subagents, whatever their sessions)."""
+    from mapc.engine.views import document_id
+    from mapc.store import dataset
+
+    have = {document_id(s) for s in stories}
+    out = list(stories)
+    wanted = _children(stories) - have
+    while wanted:
+        try:
+            found = dataset.read(root, documents=sorted(wanted), validate=False)
+        except MapcError as exc:
+            if exc.problems[0].code != "store.not_found":
+                raise
+            break  # a child that is not stored: the export says which (tree.unknown_child)
+        found = [s for s in found if document_id(s) not in have]
+        if not found:
+            break  # a child that is not stored: the export says which (tree.unknown_child)
+        have |= {document_id(s) for s in found}
+        out += found
+        wanted = _children(found) - have
+    return out
+
+
+def _children(stories: list[dict[str, Any]]) -> set[str]:
+    return {c for s in stories for c in (s.get("children") or []) if type(c) is str}
+
+
 SHOWN: int = 20
 """Problem (and warning) lines `mapc store` prints before summarising the rest; --json lists them all."""
 
@@ -290,6 +319,8 @@ def export_command(
         stories = dataset.read(
             root, session=session, document=document, documents=documents, described=described, validate=False
         )
+        if session is not None or document is not None or documents is not None:
+            stories = _with_descendants(root, stories)
         if redactor is not None:
             stories, counts = redactor.stories(stories)
         try:  # from_storyline validates the Storylines: once, not twice

@@ -72,3 +72,23 @@ def test_openai_documents_are_named_by_their_relative_path(tmp_path, runner):
     assert result.exit_code == 0, result.output
     runs = lance.dataset(str(root / "runs.lance")).to_table(columns=["origin_json"]).column(0).to_pylist()
     assert {json.loads(o)["document_id"] for o in runs} == {"runs/training.json"}  # before: "source.json"
+
+
+def test_export_of_one_session_brings_its_subagents(tmp_path, runner):
+    doc = json.loads(ATIF.read_bytes())
+    child = json.loads(ATIF.read_bytes())
+    child["session_id"], child["trajectory_id"] = "child-session", "child-run"
+    grandchild = json.loads(ATIF.read_bytes())
+    grandchild["session_id"], grandchild["trajectory_id"] = "grandchild-session", "grandchild-run"
+    child["subagent_trajectories"] = [grandchild]
+    doc["subagent_trajectories"] = [child]
+    path = tmp_path / "tree.json"
+    path.write_text(json.dumps(doc))
+    root = tmp_path / "ds"
+    assert runner.invoke(cli, ["store", str(path), "--to", str(root)]).exit_code == 0
+    out = runner.invoke(cli, ["export", str(root), "--to", "atif", "--session", doc["session_id"]])
+    assert out.exit_code == 0, out.stderr  # before: tree.unknown_child
+    assert json.loads(out.stdout) == doc
+    out = runner.invoke(cli, ["export", str(root), "--to", "atif", "--document", "child-run"])
+    assert out.exit_code == 0, out.stderr
+    assert json.loads(out.stdout)["subagent_trajectories"][0]["trajectory_id"] == "grandchild-run"
