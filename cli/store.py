@@ -15,6 +15,7 @@ from typing import Any, Final
 
 import click
 
+from mapc.cli import report as loss_report
 from mapc.cli.boundary import on_interrupt, options
 from mapc.cli.engines import engine_options, open_engine
 from mapc.cli.files import (
@@ -31,6 +32,7 @@ from mapc.cli.files import (
 from mapc.cli.output import dump_json, fail_on, output_bytes, redact_options, redactor_of
 from mapc.cli.params import FORMAT
 from mapc.cli.render import report
+from mapc.cli.report import report_options
 from mapc.engine import convert
 from mapc.engine.problems import MapcError
 from mapc.engine.redact import summary as redact_summary
@@ -279,6 +281,7 @@ _DATASET = click.Path(exists=True, file_okay=False)
     metavar="SQL",
     help="Only the documents whose runs row satisfies this SQL predicate (DuckDB; see mapc query).",
 )
+@report_options
 @redact_options
 def export_command(
     dataset_dir: str,
@@ -289,8 +292,14 @@ def export_command(
     predicate: str | None,
     redact: bool = False,
     redact_patterns: tuple[str, ...] = (),
+    report_file: str | None = None,
+    strict: bool = False,
+    no_envelope: bool = False,
 ) -> None:
     """Rebuild documents from a dataset, in any format.
+
+    The export is assessed as `mapc convert` assesses a file (docs/lossless.md): a line when it is
+    not exact, --report FILE.json, --strict and --no-envelope.
 
     Reading checks the table invariants (ordinals, foreign keys, results_json) and fails closed.
     --where keeps the documents whose runs row satisfies a SQL predicate: any column of
@@ -324,11 +333,20 @@ def export_command(
         if redactor is not None:
             stories, counts = redactor.stories(stories)
         try:  # from_storyline validates the Storylines: once, not twice
-            result = convert.from_storyline(fmt, stories)
+            result, assessed = convert.from_storyline_reported(fmt, stories, keep_envelope=not no_envelope)
         except MapcError:
             rows.validated(stories)  # an invalid rebuilt document: named by its document_id
             raise
+        assessed = assessed.at(dataset_dir)
+        if strict and not assessed.exact:
+            loss_report.write_report(report_file, [assessed], strict=strict)
+            raise MapcError([loss_report.refusal(assessed)])
+    if output is not None and is_jsonl(output):
+        result = convert.as_lines(fmt, result)  # a row corpus: one row a line (the envelope in the first)
     write_bytes(output, output_bytes(output, result))
+    loss_report.write_report(report_file, [assessed], strict=strict)
+    for line in loss_report.lines([assessed]):
+        click.echo(line, err=True)
     if redactor is not None:
         click.echo(f"{dataset_dir}: {redact_summary(counts)}", err=True)
 

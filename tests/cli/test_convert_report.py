@@ -132,3 +132,24 @@ def test_a_streamed_jsonl_file_is_reported_as_one_file(runner, tmp_path):
     assert result.exit_code == 1
     assert "line 1: /: the conversion is not exact" in result.stderr and "line 2: " in result.stderr
     assert not out.exists()
+
+
+def test_export_is_assessed_as_a_conversion_is(runner, tmp_path):
+    root = tmp_path / "ds"
+    assert runner.invoke(cli, ["store", str(ATIF), "--to", str(root)]).exit_code == 0
+    same = runner.invoke(cli, ["export", str(root), "--to", "atif"])
+    assert same.exit_code == 0 and same.stderr == ""
+    report = tmp_path / "r.json"
+    out = tmp_path / "o.json"
+    result = runner.invoke(cli, ["export", str(root), "--to", "actf", "-o", str(out), "--report", str(report)])
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.startswith(f"warning: {root}: not exact (atif → actf)")
+    assert orjson.loads(report.read_bytes())["reports"][0]["carried"]
+    out.unlink()
+    refused = runner.invoke(cli, ["export", str(root), "--to", "actf", "-o", str(out), "--strict"])
+    assert refused.exit_code == 1 and "[convert.not_exact]" in refused.stderr and not out.exists()
+    bare = runner.invoke(cli, ["export", str(root), "--to", "actf", "--no-envelope"])
+    assert bare.exit_code == 0 and "_storyline" not in orjson.loads(bare.stdout)
+    rows = tmp_path / "rows.jsonl"
+    assert runner.invoke(cli, ["export", str(root), "--to", "openai-msg", "-o", str(rows)]).exit_code == 0
+    assert len(rows.read_bytes().splitlines()) > 1
