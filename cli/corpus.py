@@ -46,7 +46,9 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
+from mapc.cli import sessions
 from mapc.cli.engines import Engine, LocalEngine
 from mapc.cli.files import NotRegularFile, is_jsonl, read_limited, shown, walk, write_atomically
 from mapc.cli.output import document_bytes
@@ -360,7 +362,15 @@ def convert_file(job: Job) -> FileResult:
         if fmt is None:
             convert.read_units(data, jsonl=jsonl, options=job.options)  # not even JSON: that is a failure, not a skip
             return FileResult(job.path, SKIPPED, input_bytes=len(data), reason="not a known format")
-        stories = convert.into_storyline(fmt, data, jsonl=jsonl, path=job.rel, options=job.options)
+        pattern = convert.companions_pattern(fmt)
+        if pattern is None:
+            stories = convert.into_storyline(fmt, data, jsonl=jsonl, path=job.rel, options=job.options)
+        else:  # an event stream: its companion files (subagent transcripts) are read with it
+            session = sessions.owner(pattern, job.path)
+            if session is not None:
+                reason = f"read with {shown(session)}, the session it belongs to"
+                return FileResult(job.path, SKIPPED, input_bytes=len(data), reason=reason)
+            stories = _with_companions(job, fmt, data, pattern)
         result, assessed = convert.from_storyline_reported(
             job.to_fmt, stories, from_format=fmt, keep_envelope=job.loss.keep_envelope
         )
@@ -386,6 +396,14 @@ def convert_file(job: Job) -> FileResult:
         unknown=unknown_counts(stories, _own_source(fmt)),
         loss=assessed,
     )
+
+
+def _with_companions(job: Job, fmt: str, data: bytes, pattern: str) -> list[dict[str, Any]]:
+    base = Path(job.path).parent
+    found = []
+    for path in sessions.companions(pattern, job.path):
+        found.append((Path(path).relative_to(base).as_posix(), read_limited(path, job.options.max_input_bytes)))
+    return convert.into_storyline_with(fmt, data, found, path=job.rel, options=job.options)
 
 
 # -- many files -------------------------------------------------------------------------------------------

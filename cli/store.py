@@ -325,25 +325,27 @@ def export_command(
             except query.QueryError as exc:  # bad SQL is a usage mistake (exit 2), not bad data
                 raise click.BadParameter(exc.problems[0].message, param_hint="--where") from None
         described = f"--where {predicate}"
-        stories = dataset.read(
-            root, session=session, document=document, documents=documents, described=described, validate=False
-        )
-        if session is not None or document is not None or documents is not None:
-            stories = _with_descendants(root, stories)
-        if redactor is not None:
-            stories, counts = redactor.stories(stories)
-        try:  # from_storyline validates the Storylines: once, not twice
-            result, assessed = convert.from_storyline_reported(fmt, stories, keep_envelope=not no_envelope)
-        except MapcError:
-            rows.validated(stories)  # an invalid rebuilt document: named by its document_id
-            raise
-        assessed = assessed.at(dataset_dir)
-        if strict and not assessed.exact:
-            loss_report.write_report(report_file, [assessed], strict=strict)
-            raise MapcError([loss_report.refusal(assessed)])
-    if output is not None and is_jsonl(output):
-        result = convert.as_lines(fmt, result)  # a row corpus: one row a line (the envelope in the first)
-    write_bytes(output, output_bytes(output, result))
+        with rows.paused_gc():  # rebuilding, checking and writing make no cycles (store/rows.py)
+            stories = dataset.read(
+                root, session=session, document=document, documents=documents, described=described, validate=False
+            )
+            if session is not None or document is not None or documents is not None:
+                stories = _with_descendants(root, stories)
+            if redactor is not None:
+                stories, counts = redactor.stories(stories)
+            try:  # from_storyline validates the Storylines: once, not twice
+                result, assessed = convert.from_storyline_reported(fmt, stories, keep_envelope=not no_envelope)
+            except MapcError:
+                rows.validated(stories)  # an invalid rebuilt document: named by its document_id
+                raise
+            assessed = assessed.at(dataset_dir)
+            if strict and not assessed.exact:
+                loss_report.write_report(report_file, [assessed], strict=strict)
+                raise MapcError([loss_report.refusal(assessed)])
+            if output is not None and is_jsonl(output):
+                result = convert.as_lines(fmt, result)  # a row corpus: one row a line (the envelope in the first)
+            data = output_bytes(output, result)
+    write_bytes(output, data)
     loss_report.write_report(report_file, [assessed], strict=strict)
     for line in loss_report.lines([assessed]):
         click.echo(line, err=True)

@@ -209,7 +209,7 @@ def into_storyline(
     `options` (engine/options.py) sets the limits and the duplicate-key check."""
     codec = _codec(fmt)
     if codec is not None:  # a format that is not JSON: its own reader, then the hub's checks
-        decoded = codec.decode(data, path)
+        decoded = codec.decode(data, path, options)
         failed = storyline.check_all(decoded, prefix=len(decoded) > 1) or _over_limits(
             decoded, len(decoded) > 1, options
         )

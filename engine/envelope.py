@@ -1,4 +1,4 @@
-"""The `_storyline` envelope (version 1, REFERENCE.md §2): foreign residuals inside a peripheral document.
+"""The `_storyline` envelope (version 1, docs/envelope.md): foreign residuals inside a peripheral document.
 
 A Storyline's `unknown_fields` of sources other than the target format cannot be said in that
 format; on export they travel under a `_storyline` key, keyed by the carrier pointer of the node

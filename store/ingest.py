@@ -212,8 +212,9 @@ def store_chunk(chunk: Chunk) -> ChunkResult:
     A chunk with a failed file stages nothing: the job will not be committed."""
     builder = rows.Builder()
     skip = _skip_set(chunk.skip)
-    outcomes = tuple(_store_file(item, builder, skip, chunk.options) for item in chunk.inputs)
-    tables = builder.tables()
+    with rows.paused_gc():  # parsing, checking and splitting make no cycles (rows.paused_gc)
+        outcomes = tuple(_store_file(item, builder, skip, chunk.options) for item in chunk.inputs)
+        tables = builder.tables()
     if any(o.status == FAILED for o in outcomes):
         return ChunkResult(chunk.index, outcomes)
     by_name = tables.by_name()

@@ -36,7 +36,7 @@ def _pairs():
 @pytest.mark.parametrize(("path", "target"), list(_pairs()))
 def test_exact_means_the_way_back_without_the_envelope_gives_the_document(path, target):
     fmt = path.parent.name
-    # the data model's document: an OpenAI row list comes back as its canonical object form (§1.5)
+    # the data model's document: an OpenAI row list comes back as its canonical object form (docs/formats.md)
     original = mapc.from_storyline(fmt, mapc.into_storyline(fmt, path, path=path.name))
     try:
         bare, report = mapc.convert_reported(fmt, target, path, path=path.name, envelope=False)
