@@ -315,3 +315,17 @@ def test_convert_a_project_directory_with_its_subagents(tmp_path: Path) -> None:
     assert "the session it belongs to" in result.stderr
     doc = json.loads((out / (SESSION_FILE.stem + ".json")).read_bytes())
     assert len(doc["subagent_trajectories"]) == 2
+
+
+def test_explain_says_where_a_record_value_went() -> None:
+    from click.testing import CliRunner
+
+    def explain(ptr: str) -> str:
+        result = CliRunner().invoke(cli, ["explain", "claude-code", str(SESSION_FILE), ptr])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    assert "copies it to /turns/1/ts" in explain("/5/timestamp")
+    assert "a residual (kept under its pointer)" in explain("/5/uuid")
+    assert "a residual (its record is kept whole)" in explain("/1/data")  # a progress record
+    assert "it becomes /turns/0" in explain("/4")
