@@ -228,6 +228,8 @@ def into_storyline(
     stream = program.spec.stream is not None  # an event stream is JSONL, whatever the file is called
     rows = _rows_key(program) or program.spec.rows is not None or stream
     units = read_units(data, jsonl=jsonl or stream, rows=rows, options=options)
+    if stream and len(units) == 1 and _streams_of(units[0].document):  # several streams, as a JSON array of them
+        units = [Unit(records, prefix=f"/{k}") for k, records in enumerate(units[0].document)]
     stories: list[dict[str, Any]] = []
     problems: list[Problem] = []
     for unit in units:  # every unit is checked, so one run reports every bad element or line
@@ -238,6 +240,11 @@ def into_storyline(
     if problems:
         raise MapcError(problems)
     return stories
+
+
+def _streams_of(doc: Any) -> bool:
+    # What an event-stream format writes for several Storylines: one array of records each.
+    return type(doc) is list and len(doc) > 0 and all(type(d) is list for d in doc)
 
 
 def _over_limits(stories: list[dict[str, Any]], prefix: bool, options: Options = DEFAULT) -> list[Problem]:

@@ -24,7 +24,8 @@ from claude_strategies import SESSION, sessions, subagent
 from conftest import FIXTURES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_hops import hop_in, hop_out, without_source
+from test_hops import FILES as HOP_FILES
+from test_hops import hop_in, hop_out, through, without_source
 
 import mapc
 from mapc.cli.main import cli
@@ -329,3 +330,9 @@ def test_explain_says_where_a_record_value_went() -> None:
     assert "a residual (kept under its pointer)" in explain("/5/uuid")
     assert "a residual (its record is kept whole)" in explain("/1/data")  # a progress record
     assert "it becomes /turns/0" in explain("/4")
+
+
+@pytest.mark.parametrize("path", HOP_FILES, ids=lambda p: p.name)
+def test_every_other_fixture_survives_a_hop_through_claude_code(path: Path) -> None:
+    direct, back, _, _ = through(path.parent.name, "claude-code", path.read_bytes(), path.name)
+    assert without_source(back, "claude-code") == direct
