@@ -619,3 +619,23 @@ def drift(fmt: str, data: bytes, options: Options = DEFAULT) -> list[str]:
         return []
     records = [u.document for u in read_units(data, jsonl=True, options=options)]
     return stream.drift(spec, records).messages(spec.checked)
+
+
+def companion_files(fmt: str, result: Any, stem: str) -> list[tuple[str, Any]] | None:
+    """Where the streams of `result` (what `from_storyline(fmt, …)` gave: several streams) go when
+    the first is written to a file named `stem` (without suffix): the first at "" and each other one
+    at the spec's companion path (``{stem}/subagents/agent-{key}.jsonl``, `key` its records' value at
+    `children.key`); None when `fmt` has no companions or `result` is one stream."""
+    from mapc.engine import pointer as ptr
+
+    pattern = companions_pattern(fmt)
+    if pattern is None or not _streams_of(result) or len(result) < 2:
+        return None
+    spec = program_for(fmt).spec.stream
+    assert spec is not None and spec.children is not None
+    out: list[tuple[str, Any]] = [("", result[0])]
+    for n, records in enumerate(result[1:], start=1):
+        key = next((v for r in records if type(v := ptr.resolve(r, spec.children.key)) is str and v), f"child-{n}")
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in key).lstrip(".") or f"child-{n}"
+        out.append((pattern.replace("{stem}", stem).replace("{key}", safe), records))
+    return out

@@ -336,3 +336,17 @@ def test_explain_says_where_a_record_value_went() -> None:
 def test_every_other_fixture_survives_a_hop_through_claude_code(path: Path) -> None:
     direct, back, _, _ = through(path.parent.name, "claude-code", path.read_bytes(), path.name)
     assert without_source(back, "claude-code") == direct
+
+
+def test_a_tree_is_written_back_as_the_session_and_its_subagent_files(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    atif = tmp_path / "run.atif.json"
+    atif.write_bytes(orjson.dumps(mapc.from_storyline("atif", tree())))
+    out = tmp_path / "back" / SESSION_FILE.name
+    result = CliRunner().invoke(cli, ["convert", str(atif), "--to", "claude-code", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    for path in [SESSION_FILE, *SUBAGENTS]:
+        written = records(out.parent / path.relative_to(DIR))
+        # what ATIF could not say of the tree (the spawning call) rides in the first record's envelope
+        assert [{k: v for k, v in r.items() if k != "_storyline"} for r in written] == records(path)
