@@ -742,7 +742,7 @@ def _written(spec: StreamSpec, story: dict[str, Any], n: int) -> list[Any]:
                     "export.unrepresentable", f"/{n}/turns/{t}/observation/results/{k}", "a result must be an object"
                 )
             # The result record says what its entry copies (a timestamp) as its call's turn says it.
-            shared = {}
+            shared: dict[str, Any] = {}
             for rule in paired.rules:
                 value = pointer.resolve(turn, rule.to) if rule.op == "copy" else MISSING
                 if value is not MISSING:
@@ -767,7 +767,10 @@ def _written(spec: StreamSpec, story: dict[str, Any], n: int) -> list[Any]:
     return records
 
 
-def explain(spec: StreamSpec, doc: Any, tokens: Tokens) -> list[tuple[str, str, tuple[str, ...]]]:
+Fact = tuple[str, str, tuple[str, ...]]
+
+
+def explain(spec: StreamSpec, doc: Any, tokens: Tokens) -> list[Fact]:
     """(kind, message, Storyline targets) facts about the value at `tokens` (`/N/…`, record N)."""
     records = _records(doc)
     if not tokens or not pointer.is_array_index(tokens[0]) or int(tokens[0]) >= len(records):
@@ -786,7 +789,7 @@ def explain(spec: StreamSpec, doc: Any, tokens: Tokens) -> list[tuple[str, str, 
     if not rest:
         what = f"its results join /turns/{turn}" if entry.paired else f"it becomes /turns/{turn}"
         return [("document", f"a {entry.type} record: {what}", (f"/turns/{turn}",))]
-    out = []
+    out: list[Fact] = []
     for n, rule in enumerate(entry.rules):
         at = f"records[{spec.entries.index(entry)}].rules[{n}]"
         if rule.op == "copy" and rest[: len(rule.src)] == rule.src:
