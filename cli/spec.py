@@ -258,8 +258,9 @@ def explain_command(spec: str, input: str, pointer: str, index: int | None, as_j
             tokens = jp.parse(pointer)
         except jp.PointerSyntaxError:
             raise click.BadParameter(f"{pointer!r} is not a JSON Pointer", param_hint="POINTER") from None
-        units = convert.read_units(data, jsonl=is_jsonl(input))
-        several = len(units) > 1 or type(units[0].document) is list or is_jsonl(input)
+        stream = program.spec.stream is not None  # an event stream: the file is one document (/N: record N)
+        units = convert.read_units(data, jsonl=is_jsonl(input) or stream, rows=stream)
+        several = not stream and (len(units) > 1 or type(units[0].document) is list or is_jsonl(input))
         if several:
             if not tokens or not tokens[0].isdigit() or int(tokens[0]) >= len(units):
                 raise click.BadParameter(
