@@ -1,4 +1,4 @@
-"""`mapc events append|project|synthesize`: the events.lance source of truth (RFC-0002).
+"""`mapc events append|project|synthesize`: the events.lance source of truth (docs/formats.md, "Events").
 
 Events are Lance-only (E-7): JSONL EventRecords are a debug/test input of `append`, never a
 format of `convert`.  Other formats reach events only through Storyline (`synthesize`) and leave
@@ -23,7 +23,7 @@ from mapc.engine.problems import Problem
 
 @click.group("events")
 def events_group() -> None:
-    """Append to, project and synthesize events.lance (RFC-0002)."""
+    """Append to, project and synthesize events.lance (docs/formats.md, "Events")."""
 
 
 @events_group.command("append")
@@ -34,7 +34,7 @@ def append_command(file: str, to: str) -> None:
 
     The records go to events.lance (created if needed) in one commit.
 
-    RFC-0002 requires seq (an unsigned integer), source, kind and payload on every record, and a
+    An EventRecord needs seq (an unsigned integer), source, kind and payload on every record, and a
     time: timestamp_unix_ms or timestamp (RFC 3339; both must agree).  New writers must also give
     event_id, timestamp_unix_ms and producer.  Delivery is at-least-once: a record whose event_id
     is already stored with the same content is skipped and counted; the same event_id with other
@@ -50,7 +50,7 @@ def append_command(file: str, to: str) -> None:
 
     data = read_bytes(file)
     with fail_on(file):
-        records, lines = events.parse_jsonl_lines(data)
+        records, lines = events.parse_jsonl_lines(data, allow_duplicate_keys=options().allow_duplicate_keys)
     with fail_on(file):  # conflicts are the input's lines
         done = events.admit(Path(to), records, lines=lines)
     message = f"appended {done.appended} event{'s' if done.appended != 1 else ''} to {to}"
@@ -67,7 +67,7 @@ def append_command(file: str, to: str) -> None:
 def project_command(events_path: str, fmt: str, output: str | None, session: str | None) -> None:
     """Project events into Storylines, in any format.
 
-    One Storyline per session (REFERENCE.md §1.2), then through the hub.  Bodies of a known
+    One Storyline per session (docs/formats.md, "Events"), then through the hub.  Bodies of a known
     wire protocol (mappings/wire/: Anthropic Messages, OpenAI Chat Completions, OpenAI
     Responses) are re-parsed: text, thinking, tool calls
     and their results, usage, model, stop reason; each turn appears once although every request

@@ -145,7 +145,7 @@ def upgrade_command(spec: str, to_stdout: bool) -> None:
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
                 out.write(upgraded)
             os.replace(tmp, target)
-        except BaseException:
+        except BaseException:  # any failure, Ctrl-C included: no temporary file left behind, then re-raised
             Path(tmp).unlink(missing_ok=True)
             raise
     click.echo(f"{spec}: {count} rule(s) upgraded" if count else f"{spec}: already in the current vocabulary", err=True)

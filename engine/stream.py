@@ -77,6 +77,7 @@ class Entry:
     rules: tuple[Rule, ...]
     back_when: tuple[tuple[Tokens, Any], ...]
     nested: tuple[tuple[Tokens, tuple[str, ...]], ...] = ()  # `order`: key order of inner objects
+    defaults: tuple[tuple[Tokens, Any], ...] = ()  # values a record written from elsewhere gets where absent
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +101,7 @@ class StreamSpec:
     version_at: Tokens | None = None
     checked: tuple[str, ...] = ()
     children: Children | None = None
+    defaults: tuple[tuple[Tokens, Any], ...] = ()  # values a record written from elsewhere gets where absent
 
 
 # --- reading the spec --------------------------------------------------------------------------
@@ -116,7 +118,7 @@ def parse(data: Any) -> tuple[StreamSpec | None, list[Problem]]:
     if not isinstance(data, dict):
         fail("", "`document.stream` is a mapping {type, records, story, thread, pair, versions, children}")
         return None, problems
-    unknown = set(data) - {"type", "records", "story", "thread", "pair", "versions", "children"}
+    unknown = set(data) - {"type", "records", "story", "thread", "pair", "versions", "children", "defaults"}
     for key in sorted(unknown):
         fail(f"/{key}", f"unknown key {key!r}")
     ptr = _pointer(data.get("type"), "/type", fail)
@@ -153,9 +155,13 @@ def parse(data: Any) -> tuple[StreamSpec | None, list[Problem]]:
         checked = []
     if any(e.paired for e in entries) and pair is None:
         fail("/pair", "a `paired` record kind needs `pair`")
+    defaults = _conditions(data.get("defaults"), "/defaults", fail)
     if problems or ptr is None:
         return None, problems
-    return StreamSpec(ptr, tuple(entries), tuple(story), threading, pair, version_at, tuple(checked), children), []
+    spec = StreamSpec(
+        ptr, tuple(entries), tuple(story), threading, pair, version_at, tuple(checked), children, defaults
+    )
+    return spec, []
 
 
 def _pointer(text: Any, where: str, fail: Any) -> Tokens | None:
@@ -183,7 +189,7 @@ def _conditions(value: Any, where: str, fail: Any) -> tuple[tuple[Tokens, Any], 
 
 
 def _entry(item: Any, where: str, fail: Any) -> Entry | None:
-    known = {"type", "when", "test", "keys", "order", "turn", "paired", "rules", "back_when"}
+    known = {"type", "when", "test", "keys", "order", "turn", "paired", "rules", "back_when", "defaults"}
     if not isinstance(item, dict) or not isinstance(item.get("type"), str):
         fail(where, "a record kind is a mapping with a string `type`")
         return None
@@ -220,6 +226,7 @@ def _entry(item: Any, where: str, fail: Any) -> Entry | None:
         tuple(rules),
         _conditions(item.get("back_when"), f"{where}/back_when", fail),
         tuple(nested),
+        _conditions(item.get("defaults"), f"{where}/defaults", fail),
     )
 
 
@@ -275,11 +282,13 @@ def _fn(name: str) -> Any:
 
 
 def _put(obj: Any, tokens: Tokens, value: Any) -> Any:
-    """`obj` with `value` at `tokens` (objects made and copied on the way; list positions kept)."""
+    """`obj` with `value` at `tokens` (copied on the way; an absent node is made an object, or a list
+    when the token is a position; a residual never needs one made: the diff keeps absent nodes whole)."""
     if not tokens:
         return value
     head, rest = tokens[0], tokens[1:]
-    if type(obj) is list and pointer.is_array_index(head):
+    if type(obj) is not dict and pointer.is_array_index(head):  # a position: of a list (made when absent)
+        obj = obj if type(obj) is list else []
         out_list = list(obj)
         i = int(head)
         while len(out_list) <= i:
@@ -684,8 +693,10 @@ def _place_marks(
     out = {}
     for i, items in parts.items():
         holder: dict[str, Any] = {}
-        for tokens, value in items:
-            holder = _put(holder, tokens, value)
+        for tokens, value in sorted(
+            items, key=lambda kv: [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in kv[0]]
+        ):
+            holder = _put(holder, tokens, value)  # positions in order: the ids come out in the record's order
         ids = [v for _, v in pairing.record_ids(spec.pair, holder)]
         if ids and all(v in by_id for v in ids):
             out[i] = ids
@@ -704,6 +715,13 @@ def _turn_record(spec: StreamSpec, turn: dict[str, Any], n: int, fallback: Entry
     return rebuild(spec, entry, pairing.without_paired(spec.pair, turn) if spec.pair else turn)
 
 
+def _with_defaults(entry: Entry | None, record: dict[str, Any]) -> dict[str, Any]:
+    for at, value in entry.defaults if entry is not None else ():
+        if pointer.resolve(record, at) is MISSING:
+            record = _put(record, at, value)
+    return record
+
+
 def _written(spec: StreamSpec, story: dict[str, Any], n: int) -> list[Any]:
     """A Storyline from elsewhere: each turn a record, its results as result records after it."""
     session = str(story.get("session", ""))
@@ -712,7 +730,7 @@ def _written(spec: StreamSpec, story: dict[str, Any], n: int) -> list[Any]:
     for t, turn in enumerate(story.get("turns") or []):
         if type(turn) is not dict:
             continue
-        records.append(_turn_record(spec, turn, n))
+        records.append(_with_defaults(back_entry(spec, turn), _turn_record(spec, turn, n)))
         if spec.pair is None or paired is None:
             continue
         for k, item in enumerate(pairing.paired(spec.pair, turn)):
@@ -720,7 +738,14 @@ def _written(spec: StreamSpec, story: dict[str, Any], n: int) -> list[Any]:
                 raise MapcError.single(
                     "export.unrepresentable", f"/{n}/turns/{t}/observation/results/{k}", "a result must be an object"
                 )
-            records.append(rebuild(spec, paired, pairing.with_results(spec.pair, {}, [item])))
+            # The result record says what its entry copies (a timestamp) as its call's turn says it.
+            shared = {}
+            for rule in paired.rules:
+                value = pointer.resolve(turn, rule.to) if rule.op == "copy" else MISSING
+                if value is not MISSING:
+                    shared = _put(shared, rule.to, value)
+            pseudo = pairing.with_results(spec.pair, shared, [item])
+            records.append(_with_defaults(paired, rebuild(spec, paired, pseudo)))
     every = [r for r in spec.story if r.every and r.op == "copy"]
     previous: Any = None
     for k, record in enumerate(records):
@@ -728,6 +753,9 @@ def _written(spec: StreamSpec, story: dict[str, Any], n: int) -> list[Any]:
             value = pointer.resolve(story, rule.to)
             if value is not MISSING and pointer.resolve(record, rule.src) is MISSING:
                 records[k] = record = _put(record, rule.src, value)
+        for at, value in spec.defaults:
+            if pointer.resolve(record, at) is MISSING:
+                records[k] = record = _put(record, at, value)
         if spec.thread is not None:
             made = str(uuid.uuid5(uuid.NAMESPACE_URL, f"mapc:{session}:{k}"))
             record = _put(record, spec.thread.parents[0], previous)

@@ -1,4 +1,4 @@
-"""``events.lance``: the append-only EventRecord log (RFC-0002, REFERENCE.md §1.2 and §4 EventRow).
+"""``events.lance``: the append-only EventRecord log (docs/formats.md, "Events").
 
 Three jobs live here:
 
@@ -47,7 +47,7 @@ MAX_MS: Final = I64_MAX // NS_PER_MS  # the last millisecond whose nanoseconds f
 MAX_DEPTH: Final = 200
 
 REQUEST_KINDS: Final = frozenset({"llm.request", "http.request"})
-FRAME_KIND: Final = "http.stream.frame"  # one raw SSE frame of a streamed response (RFC-0002 decision 2)
+FRAME_KIND: Final = "http.stream.frame"  # one raw SSE frame of a streamed response (kept, not yet projected)
 RESPONSE_KINDS: Final = frozenset({"llm.response", "llm.response.stream", "http.response", "http.response.stream"})
 
 # Optional top-level strings of an EventRecord: the identity keys, then the correlation envelope.
@@ -221,8 +221,9 @@ def parse_jsonl(data: bytes) -> list[dict[str, Any]]:
     return parse_jsonl_lines(data)[0]
 
 
-def parse_jsonl_lines(data: bytes) -> tuple[list[dict[str, Any]], list[int]]:
-    """`parse_jsonl`, with the line number of each record (for `admit`'s conflict reports)."""
+def parse_jsonl_lines(data: bytes, *, allow_duplicate_keys: bool = False) -> tuple[list[dict[str, Any]], list[int]]:
+    """`parse_jsonl`, with the line number of each record (for `admit`'s conflict reports).  A line
+    that repeats a key in one object is refused unless `allow_duplicate_keys` (the last value wins)."""
     records: list[dict[str, Any]] = []
     numbers: list[int] = []
     problems: list[Problem] = []
@@ -234,7 +235,7 @@ def parse_jsonl_lines(data: bytes) -> tuple[list[dict[str, Any]], list[int]]:
         except orjson.JSONDecodeError as exc:
             problems.append(Problem("json.invalid", "", f"not valid JSON: {exc}", line=n))
             continue
-        repeated = [] if duplicates.allowed() else duplicates.problems_of(line, record)
+        repeated = [] if allow_duplicate_keys else duplicates.problems_of(line, record)
         if repeated:  # the record would be stored with one of the two values lost (mapc refuses by default)
             problems.extend(p.on_line(n) for p in repeated)
             continue
@@ -335,7 +336,7 @@ def _stored_ids(path: Path) -> dict[str, bytes]:
 
 
 def admit(path: Path, records: list[dict[str, Any]], *, lines: list[int] | None = None) -> Appended:
-    """Append `records` to ``events.lance`` at `path` idempotently (RFC-0002: delivery is at-least-once).
+    """Append `records` to ``events.lance`` at `path`, idempotently: delivery is at least once (docs/formats.md).
 
     Each record is checked first.  A record whose ``event_id`` is already stored (or earlier in
     this batch) with the same content is skipped and counted; the same ``event_id`` with other

@@ -1,6 +1,6 @@
 """Wire bodies → Storyline turns: a small generic projector driven by the tables in ``mappings/wire/``.
 
-RFC-0002 re-derives the conversation from the recorded HTTP bodies ("protocol re-parsing").  Each
+Projection re-derives the conversation from the recorded HTTP bodies ("protocol re-parsing").  Each
 protocol is a YAML table (``mappings/wire/NAME.yaml``): which request path and ``payload.protocol``
 hint recognise it, the pointers of the messages, model, system prompt and usage, the message role →
 Storyline ``src`` map, and which content block type becomes which Storyline field (``msg``,
