@@ -125,7 +125,7 @@ def synthesize_command(file: str, to: str, protocol: str | None, generic: bool) 
     \b
     Examples:
       mapc events synthesize /tmp/corpus.json --to /tmp/synthesized.lance
-      mapc events synthesize story.json --protocol openai-responses --to /tmp/events.lance
+      mapc events synthesize tests/data/events/openai-responses-parallel-tools.storyline.json --to /tmp/r.lance
     """
     from mapc.store import events
 

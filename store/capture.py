@@ -140,6 +140,38 @@ def split_frames(buffer: bytes) -> tuple[list[bytes], bytes]:
         buffer = buffer[i + n :]
 
 
+def connection(request: Any) -> dict[str, Any]:
+    """RFC-0002 ``connection.*``: the HTTP version, the raw Connection / Keep-Alive headers, and
+    whether the connection is persistent (``close`` → no, ``keep-alive`` → yes, else HTTP/1.1+)."""
+    version = f"HTTP/{request.version.major}.{request.version.minor}"
+    header = request.headers.get("Connection")
+    out: dict[str, Any] = {"http_version": version}
+    tokens = {t.strip().lower() for t in header.split(",")} if header else set()
+    if "close" in tokens:
+        out["persistent"] = False
+    elif "keep-alive" in tokens:
+        out["persistent"] = True
+    else:
+        out["persistent"] = (request.version.major, request.version.minor) >= (1, 1)
+    if header is not None:
+        out["connection_header"] = header
+    if request.headers.get("Keep-Alive") is not None:
+        out["keep_alive"] = request.headers["Keep-Alive"]
+    if request.headers.get("Upgrade") is not None:
+        out["upgrade"] = request.headers["Upgrade"]
+    return out
+
+
+def client_info(request: Any, peer: Any) -> dict[str, Any]:
+    """RFC-0002 ``client.*``: the peer (``ip:port``, and apart) and the User-Agent."""
+    out: dict[str, Any] = {}
+    if peer:
+        out.update(peer=f"{peer[0]}:{peer[1]}", peer_ip=peer[0], peer_port=peer[1])
+    if request.headers.get("User-Agent") is not None:
+        out["user_agent"] = request.headers["User-Agent"]
+    return out
+
+
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -180,11 +212,7 @@ def make_app(upstream: str, recorder: Recorder) -> Any:
         if request.query_string:
             http["query"] = request.query_string
         peer = request.transport.get_extra_info("peername") if request.transport is not None else None
-        payload = {
-            "http": http,
-            "connection": {"http_version": f"HTTP/{request.version.major}.{request.version.minor}"},
-            "client": {"peer": f"{peer[0]}:{peer[1]}"} if peer else {},
-        }
+        payload = {"http": http, "connection": connection(request), "client": client_info(request, peer)}
         records = [recorder.record("http.request", call_id, payload, started)]
         # Accept-Encoding is not forwarded: the upstream then answers uncompressed, so the record
         # holds the body itself and the client gets the same bytes the upstream sent.

@@ -708,6 +708,9 @@ def _read_pointers(spec: dict[str, Any], body: Any) -> list[str]:
 
 
 def _same(a: Any, b: Any) -> bool:
+    """`a` is the constant `b` (of the same JSON type), or one of them when `b` is a list."""
+    if type(b) is list:
+        return any(_same(a, one) for one in b)
     return type(a) is type(b) and a == b
 
 
