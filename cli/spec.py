@@ -145,7 +145,7 @@ def upgrade_command(spec: str, to_stdout: bool) -> None:
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
                 out.write(upgraded)
             os.replace(tmp, target)
-        except BaseException:
+        except BaseException:  # any failure, Ctrl-C included: no temporary file left behind, then re-raised
             Path(tmp).unlink(missing_ok=True)
             raise
     click.echo(f"{spec}: {count} rule(s) upgraded" if count else f"{spec}: already in the current vocabulary", err=True)
@@ -164,13 +164,22 @@ def _load(spec: str) -> Any:
 def table_command(spec: str) -> None:
     """Print SPEC's mapping table as Markdown: source pointer | Storyline pointer(s).
 
+    SPEC may also be a wire protocol of `mapc events project` (anthropic-messages,
+    openai-chat-completions, openai-responses, gemini-generate-content).
+
     \b
     Examples:
       mapc spec table atif
       mapc spec table actf
+      mapc spec table openai-responses
     """
     from mapc.engine.table import markdown
+    from mapc.store import wire
 
+    protocol = wire.table_named(spec)  # a wire protocol's table (mappings/wire/, `mapc events project`)
+    if protocol is not None:
+        click.echo(wire.markdown(protocol), nl=False)
+        return
     click.echo(markdown(_load(spec)), nl=False)
 
 
@@ -249,8 +258,9 @@ def explain_command(spec: str, input: str, pointer: str, index: int | None, as_j
             tokens = jp.parse(pointer)
         except jp.PointerSyntaxError:
             raise click.BadParameter(f"{pointer!r} is not a JSON Pointer", param_hint="POINTER") from None
-        units = convert.read_units(data, jsonl=is_jsonl(input))
-        several = len(units) > 1 or type(units[0].document) is list or is_jsonl(input)
+        stream = program.spec.stream is not None  # an event stream: the file is one document (/N: record N)
+        units = convert.read_units(data, jsonl=is_jsonl(input) or stream, rows=stream)
+        several = not stream and (len(units) > 1 or type(units[0].document) is list or is_jsonl(input))
         if several:
             if not tokens or not tokens[0].isdigit() or int(tokens[0]) >= len(units):
                 raise click.BadParameter(

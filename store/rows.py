@@ -1,4 +1,4 @@
-"""Storyline ⇄ the three Arrow tables of REFERENCE.md §4: ``runs``, ``steps``, ``tool_calls``.
+"""Storyline ⇄ the three Arrow tables of docs/store.md: ``runs``, ``steps``, ``tool_calls``.
 
 `split` turns validated Storylines into one Arrow table per Lance table; `rebuild` turns rows
 back into Storylines, checking the §4 invariants first and failing closed (`MapcError`) when
@@ -37,6 +37,7 @@ from mapc.engine.serialize import canonical_storyline, canonical_turn_part
 from mapc.engine.timestamp import TimestampError, timestamp_ns
 from mapc.engine.values import json_equal
 from mapc.engine.views import document_id, effective_kind
+from mapc.store.identity import is_session_id
 
 SCHEMA_VERSION: Final = "storyline/v1"
 
@@ -222,9 +223,10 @@ class Builder:
         self.steps: list[tuple[Any, ...]] = []
         self.calls: list[tuple[Any, ...]] = []
 
-    def add(self, doc: dict[str, Any]) -> None:
-        """The rows of one validated Storyline, with the next ``storage_ordinal``."""
-        _split_one(doc, self.next_ordinal, self.runs, self.steps, self.calls)
+    def add(self, doc: dict[str, Any], doc_id: str | None = None) -> None:
+        """The rows of one validated Storyline, with the next ``storage_ordinal`` (and `doc_id` as its
+        ``document_id``: store/identity.py; default `document_id` of the Storyline)."""
+        _split_one(doc, self.next_ordinal, self.runs, self.steps, self.calls, doc_id)
         self.next_ordinal += 1
 
     def mark(self) -> tuple[int, int, int, int]:
@@ -253,11 +255,12 @@ def _split_one(
     runs: list[tuple[Any, ...]],
     steps: list[tuple[Any, ...]],
     calls: list[tuple[Any, ...]],
+    given_id: str | None = None,
 ) -> None:
     # The document's own fields in canonical form (small); the turns, most of the bytes, are read as
     # they are: their free JSON cells get sorted keys from orjson, their owned objects from the engine.
     doc = canonical_storyline({**raw, "turns": []})
-    doc_id = document_id(doc)
+    doc_id = given_id or document_id(doc)
     run_id = doc.get("run")
     session = doc["session"]
     agent = doc["agent"]
@@ -594,8 +597,9 @@ def _rebuild_runs(runs: pa.Table, problems: list[Problem]) -> dict[str, _Doc]:
         _put(doc, "meta", v["meta_json"])
         _put(doc, "unknown_fields", v["unknown_fields_json"])
         _put(doc, "unknown_key_counts", v["unknown_key_counts_json"])
-        derived = doc_id if cols["trajectory_id_explicit"][i] else cols["session_id"][i]
-        if derived != doc_id:
+        explicit = cols["trajectory_id_explicit"][i]
+        if not explicit and not is_session_id(doc_id, cols["session_id"][i]):
+            derived = cols["session_id"][i]
             problems.append(
                 _p(
                     "store.document_id_mismatch",
