@@ -1,12 +1,12 @@
-"""``mapc events capture``: a small recording reverse proxy in front of an LLM API (RFC-0002).
+"""``mapc events capture``: a small recording reverse proxy in front of an LLM API (docs/formats.md, "Events").
 
 Every exchange that passes is forwarded to the upstream unchanged and recorded in
 ``events.lance`` as EventRecords of one session: an ``http.request`` (method, path, query, headers
 with credentials redacted, the body), then either an ``http.response`` (status, headers, the body)
 or, for a streamed (``text/event-stream``) answer, an ``http.response.stream`` with the status and
 headers followed by one ``http.stream.frame`` per SSE frame, each with its raw text and
-``timing.offset_ms`` from the request (RFC-0002 decision 2: the frames are the record, the
-assembled text only a projection).  Streamed bytes are written to the client as they arrive, so
+``timing.offset_ms`` from the request (the frames are the record, the assembled text only a
+projection: docs/formats.md, "Events").  Streamed bytes are written to the client as they arrive, so
 the client sees the upstream's stream as it is.
 
 The server and the upstream client are aiohttp's.  An exchange's events are appended in one Lance
@@ -75,7 +75,7 @@ class Recorder:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def record(self, kind: str, call_id: str, payload: dict[str, Any], ms: int) -> dict[str, Any]:
-        """One EventRecord of this session (event_id, producer and time as RFC-0002 asks of new writers)."""
+        """One EventRecord of this session (event_id, producer and time, as new writers give them)."""
         return {
             "event_id": uuid.uuid4().hex,
             "producer": "mapc events capture",
