@@ -144,9 +144,19 @@ def convert_command(
         if strict and not assessed.exact:
             report.write_report(report_file, [assessed], strict=strict)
             raise MapcError([report.refusal(assessed)])
-    if output is not None and is_jsonl(output):
-        result = convert.as_lines(to_fmt, result)  # a row corpus: one row a line (the envelope in the first)
-    write_bytes(output, output_bytes(output, result))
+    files = convert.companion_files(to_fmt, result, _stem(output)) if output not in (None, "-") else None
+    if files is not None and output is not None:  # a session and its subagents: its file, theirs beside it
+        for rel, records in files[1:]:
+            target = Path(output).parent / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_bytes(str(target), b"".join(jsonl_chunks(iter([records]))))
+        result = files[0][1]
+        output_data = b"".join(jsonl_chunks(iter([result])))
+        write_bytes(output, output_data)
+    else:
+        if output is not None and is_jsonl(output):
+            result = convert.as_lines(to_fmt, result)  # a row corpus: one row a line (the envelope in the first)
+        write_bytes(output, output_bytes(output, result))
     report.write_report(report_file, [assessed], strict=strict)
     for line in report.lines([assessed]):
         click.echo(line, err=True)
@@ -163,6 +173,11 @@ def _into_storyline(input: str, fmt: str, data: bytes, lines: bool = False) -> l
     base = Path(input).parent
     found = [(Path(c).relative_to(base).as_posix(), read_bytes(c)) for c in sessions.companions(pattern, input)]
     return convert.into_storyline_with(fmt, data, found, path=document_path(input), options=options())
+
+
+def _stem(path: str | None) -> str:
+    name = Path(path or "").name
+    return name.rsplit(".", 1)[0] if "." in name else name
 
 
 def _hint_detected(input: str, data: bytes, from_fmt: str) -> None:

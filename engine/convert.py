@@ -228,6 +228,8 @@ def into_storyline(
     stream = program.spec.stream is not None  # an event stream is JSONL, whatever the file is called
     rows = _rows_key(program) or program.spec.rows is not None or stream
     units = read_units(data, jsonl=jsonl or stream, rows=rows, options=options)
+    if stream and len(units) == 1 and _streams_of(units[0].document):  # several streams, as a JSON array of them
+        units = [Unit(records, prefix=f"/{k}") for k, records in enumerate(units[0].document)]
     stories: list[dict[str, Any]] = []
     problems: list[Problem] = []
     for unit in units:  # every unit is checked, so one run reports every bad element or line
@@ -238,6 +240,11 @@ def into_storyline(
     if problems:
         raise MapcError(problems)
     return stories
+
+
+def _streams_of(doc: Any) -> bool:
+    # What an event-stream format writes for several Storylines: one array of records each.
+    return type(doc) is list and len(doc) > 0 and all(type(d) is list for d in doc)
 
 
 def _over_limits(stories: list[dict[str, Any]], prefix: bool, options: Options = DEFAULT) -> list[Problem]:
@@ -612,3 +619,23 @@ def drift(fmt: str, data: bytes, options: Options = DEFAULT) -> list[str]:
         return []
     records = [u.document for u in read_units(data, jsonl=True, options=options)]
     return stream.drift(spec, records).messages(spec.checked)
+
+
+def companion_files(fmt: str, result: Any, stem: str) -> list[tuple[str, Any]] | None:
+    """Where the streams of `result` (what `from_storyline(fmt, …)` gave: several streams) go when
+    the first is written to a file named `stem` (without suffix): the first at "" and each other one
+    at the spec's companion path (``{stem}/subagents/agent-{key}.jsonl``, `key` its records' value at
+    `children.key`); None when `fmt` has no companions or `result` is one stream."""
+    from mapc.engine import pointer as ptr
+
+    pattern = companions_pattern(fmt)
+    if pattern is None or not _streams_of(result) or len(result) < 2:
+        return None
+    spec = program_for(fmt).spec.stream
+    assert spec is not None and spec.children is not None
+    out: list[tuple[str, Any]] = [("", result[0])]
+    for n, records in enumerate(result[1:], start=1):
+        key = next((v for r in records if type(v := ptr.resolve(r, spec.children.key)) is str and v), f"child-{n}")
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in key).lstrip(".") or f"child-{n}"
+        out.append((pattern.replace("{stem}", stem).replace("{key}", safe), records))
+    return out

@@ -421,6 +421,7 @@ class Drift:
     versions: Counter[str] = field(default_factory=Counter)  # versions seen that were not checked
     other_branches: int = 0
     kept_whole: int = 0
+    turn_of: dict[int, int] = field(default_factory=dict)  # record index -> the turn (index) it went to
 
     def messages(self, checked: tuple[str, ...]) -> list[str]:
         """One line per kind of drift, for the CLI to print."""
@@ -543,6 +544,7 @@ def forward(spec: StreamSpec, doc: Any) -> tuple[dict[str, Any], dict[str, Any],
             for it in items:
                 n = owner[pairing.result_id(spec.pair, it)]
                 turns[n] = pairing.with_results(spec.pair, turns[n], [it])
+                found.turn_of[i] = n
             continue
         kept, whole = diff(record, _turn_record(spec, turn, 0, entry))
         if whole:
@@ -550,6 +552,7 @@ def forward(spec: StreamSpec, doc: Any) -> tuple[dict[str, Any], dict[str, Any],
             found.kept_whole += 1
             continue
         fields.update({here + k: v for k, v in kept.items()})
+        found.turn_of[i] = len(turns)
         turns.append(turn)
         if spec.pair is not None:
             for tcid in pairing.call_ids(spec.pair, turn):
@@ -739,7 +742,7 @@ def _written(spec: StreamSpec, story: dict[str, Any], n: int) -> list[Any]:
                     "export.unrepresentable", f"/{n}/turns/{t}/observation/results/{k}", "a result must be an object"
                 )
             # The result record says what its entry copies (a timestamp) as its call's turn says it.
-            shared = {}
+            shared: dict[str, Any] = {}
             for rule in paired.rules:
                 value = pointer.resolve(turn, rule.to) if rule.op == "copy" else MISSING
                 if value is not MISSING:
@@ -762,3 +765,43 @@ def _written(spec: StreamSpec, story: dict[str, Any], n: int) -> list[Any]:
             records[k] = _put(record, spec.thread.id, made)
             previous = made
     return records
+
+
+Fact = tuple[str, str, tuple[str, ...]]
+
+
+def explain(spec: StreamSpec, doc: Any, tokens: Tokens) -> list[Fact]:
+    """(kind, message, Storyline targets) facts about the value at `tokens` (`/N/…`, record N)."""
+    records = _records(doc)
+    if not tokens or not pointer.is_array_index(tokens[0]) or int(tokens[0]) >= len(records):
+        return [("document", "the stream: its records become one Storyline", ())]
+    i, rest = int(tokens[0]), tokens[1:]
+    _, fields, found = forward(spec, records)
+    here = pointer.format(tokens)
+    for ptr in fields:
+        if ptr == here or here.startswith(ptr + "/"):
+            why = "its record is kept whole" if ptr == f"/{i}" else "kept under its pointer"
+            return [("residual", f"a residual ({why}): no Storyline field holds it", ())]
+    entry = entry_of(spec, records[i])
+    turn = found.turn_of.get(i)
+    if entry is None or turn is None:
+        return [("dropped", "not in the Storyline", ())]
+    if not rest:
+        what = f"its results join /turns/{turn}" if entry.paired else f"it becomes /turns/{turn}"
+        return [("document", f"a {entry.type} record: {what}", (f"/turns/{turn}",))]
+    out: list[Fact] = []
+    for n, rule in enumerate(entry.rules):
+        at = f"records[{spec.entries.index(entry)}].rules[{n}]"
+        if rule.op == "copy" and rest[: len(rule.src)] == rule.src:
+            target = pointer.format(("turns", str(turn), *rule.to, *rest[len(rule.src) :]))
+            out.append(("read", f"{at} copies it to {target}", (target,)))
+        elif rule.op == "call":
+            target = pointer.format(("turns", str(turn), *rule.to))
+            out.append(("inside", f"{at} reads the record with {rule.call} into {target}", (target,)))
+    if entry.paired:
+        out.append(
+            ("read", f"a result of turn {turn}: its observation results", (f"/turns/{turn}/observation/results",))
+        )
+    if rest and rest[0] == pointer.format(spec.type)[1:]:
+        out.append(("read", f"the record kind ({entry.type}): chooses its rules", ()))
+    return out or [("dropped", "not in the Storyline", ())]

@@ -24,7 +24,8 @@ from claude_strategies import SESSION, sessions, subagent
 from conftest import FIXTURES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_hops import hop_in, hop_out, without_source
+from test_hops import FILES as HOP_FILES
+from test_hops import hop_in, hop_out, through, without_source
 
 import mapc
 from mapc.cli.main import cli
@@ -315,3 +316,37 @@ def test_convert_a_project_directory_with_its_subagents(tmp_path: Path) -> None:
     assert "the session it belongs to" in result.stderr
     doc = json.loads((out / (SESSION_FILE.stem + ".json")).read_bytes())
     assert len(doc["subagent_trajectories"]) == 2
+
+
+def test_explain_says_where_a_record_value_went() -> None:
+    from click.testing import CliRunner
+
+    def explain(ptr: str) -> str:
+        result = CliRunner().invoke(cli, ["explain", "claude-code", str(SESSION_FILE), ptr])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    assert "copies it to /turns/1/ts" in explain("/5/timestamp")
+    assert "a residual (kept under its pointer)" in explain("/5/uuid")
+    assert "a residual (its record is kept whole)" in explain("/1/data")  # a progress record
+    assert "it becomes /turns/0" in explain("/4")
+
+
+@pytest.mark.parametrize("path", HOP_FILES, ids=lambda p: p.name)
+def test_every_other_fixture_survives_a_hop_through_claude_code(path: Path) -> None:
+    direct, back, _, _ = through(path.parent.name, "claude-code", path.read_bytes(), path.name)
+    assert without_source(back, "claude-code") == direct
+
+
+def test_a_tree_is_written_back_as_the_session_and_its_subagent_files(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    atif = tmp_path / "run.atif.json"
+    atif.write_bytes(orjson.dumps(mapc.from_storyline("atif", tree())))
+    out = tmp_path / "back" / SESSION_FILE.name
+    result = CliRunner().invoke(cli, ["convert", str(atif), "--to", "claude-code", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    for path in [SESSION_FILE, *SUBAGENTS]:
+        written = records(out.parent / path.relative_to(DIR))
+        # what ATIF could not say of the tree (the spawning call) rides in the first record's envelope
+        assert [{k: v for k, v in r.items() if k != "_storyline"} for r in written] == records(path)
