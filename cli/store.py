@@ -338,7 +338,7 @@ def export_command(
             except MapcError:
                 rows.validated(stories)  # an invalid rebuilt document: named by its document_id
                 raise
-            assessed = assessed.at(dataset_dir)
+            assessed = loss_report.owner_checked(assessed.at(dataset_dir), fmt, result)
             if strict and not assessed.exact:
                 loss_report.write_report(report_file, [assessed], strict=strict)
                 raise MapcError([loss_report.refusal(assessed)])
