@@ -325,6 +325,11 @@ def _restore(
             for i in range(start, len(rows)):
                 if json_equal(pointer.resolve(rows[i], order), value):
                     moved[int(tokens[1])] = i
+    # Moves are a permutation: if two rows' residuals would land on one row, the kept order keys
+    # are values the way back changed (a hop renumbered the steps), not moves: put them as they are.
+    indices = {int(t[1]) for t in map(pointer.parse, residual) if len(t) > 1 and pointer.is_array_index(t[1])}
+    if len({moved.get(r, r) for r in indices}) < len(indices):
+        moved = {}
     for ptr, value in residual.items():
         tokens = list(pointer.parse(ptr))
         if len(tokens) == 1:
