@@ -396,19 +396,25 @@ def test_export_of_two_openai_files_into_one_document_is_rejected():
     assert info.value.problems[0].code == "export.several_documents"
 
 
-def test_the_envelope_repeats_foreign_residuals_per_row_and_merges_them_back():
+def test_the_envelope_carries_foreign_residuals_once_under_the_first_row_and_reads_repeats_back():
+    # Issue 15: the envelope is proportional to what was lost, so a story's residuals ride once,
+    # under its first row; copies under other rows (as mapc wrote them before) still merge.
     atif = json.loads((FIXTURES / "atif" / "sparse_13.json").read_bytes())
     atif["vendor"] = {"x": 1}
     stories = mapc.into_storyline("atif", orjson.dumps(atif))
     doc = mapc.from_storyline(FMT, stories)
     carriers = doc["_storyline"]["unknown_fields"]["by_trajectory"]
-    assert len(carriers) > 1
-    assert sorted(carriers) == [f"/session_steps/{i}" for i in range(len(doc["session_steps"]))]
+    assert len(doc["session_steps"]) > 1
+    assert sorted(carriers) == ["/session_steps/0"]
     again = mapc.into_storyline(FMT, orjson.dumps(doc))
     carried = again[0]["unknown_fields"]["sources"]["atif"]
     assert carried["fields"]["/vendor"] == {"x": 1}  # with what rows cannot say of the ATIF file
     assert carried["source_document_id"] == stories[0]["unknown_fields"]["sources"]["atif"]["source_document_id"]
     doc = json.loads(orjson.dumps(doc))  # the written copies, not one shared object
+    entry = carriers["/session_steps/0"]
+    for i in range(1, len(doc["session_steps"])):
+        doc["_storyline"]["unknown_fields"]["by_trajectory"][f"/session_steps/{i}"] = json.loads(orjson.dumps(entry))
+    assert mapc.into_storyline(FMT, orjson.dumps(doc)) == again
     doc["_storyline"]["unknown_fields"]["by_trajectory"]["/session_steps/1"]["sources"]["atif"]["fields"]["/vendor"] = 2
     with pytest.raises(MapcError) as info:
         mapc.into_storyline(FMT, orjson.dumps(doc))
