@@ -31,6 +31,7 @@ from typing import Any
 import orjson
 
 from mapc.engine import duplicates, functions, pointer
+from mapc.engine import group as group_values
 from mapc.engine.checks import collect, steps_path
 from mapc.engine.mapped import Mapped, Rebuilt
 from mapc.engine.ops import CONDITIONS
@@ -41,6 +42,7 @@ from mapc.engine.template import Template, Var, parse_template
 from mapc.engine.values import MISSING, is_empty, is_int, json_equal, replaced
 
 DEFAULT_PATH = "source.json"
+_KEYS = 2  # a written row's own keys before the group values: its group key and order key
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +54,8 @@ class Group:
     document_id: str
     tables: Any
     select: Any = None  # the spec's named selections (engine/select.py), by name
+    values: Any = None  # the Storyline's own values from the rows (`group:`, engine/group.py)
+    problems: tuple[Problem, ...] = ()  # and the conflicts found computing them
 
     def pointer(self, r: int, *tokens: str | int) -> str:
         """The pointer of a value inside row `r` (its index in the file)."""
@@ -73,7 +77,9 @@ def forward(spec: Spec, doc: Any, path: str | None) -> list[Mapped]:
     mapper = _function(model.call)
     out = []
     for members in groups:
-        group = Group(tuple((r, rows[r]) for r in members), at, document_id, model.tables, model.selections)
+        pairs = tuple((r, rows[r]) for r in members)
+        values, conflicts = group_values.forward(model.group, [(f"{at}/{r}", row) for r, row in pairs])
+        group = Group(pairs, at, document_id, model.tables, model.selections, values, tuple(conflicts))
         story, residual = mapper(group)
         residual = {**root, **residual}
         residual.update(_unknown_keys(spec, group, story))
@@ -294,6 +300,8 @@ def reverse(spec: Spec, stories: list[dict[str, Any]]) -> list[Rebuilt]:
             mapped.append(Mapped(story, f"{at}/0"))
             continue
         start = len(rows)
+        written = list(written)
+        group_values.reverse(model.group, story, written, _KEYS)
         rows.extend(written)
         problems.extend(_restore(doc, rows, start, residual, model, n))
         mapped.append(Mapped(story, *_story_carriers(at, start, len(written))))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from mapc.engine import fold as fold_module
+from mapc.engine import group as group_module
 from mapc.engine import plainyaml, pointer
 from mapc.engine.ops import CONDITION_NAMES
 from mapc.engine.pointer import PointerSyntaxError
@@ -251,6 +252,7 @@ class RowsSpec:
     consume: tuple[Consume, ...] = ()
     tables: Any = None
     selections: Any = None  # name -> engine.select.Selection, from `select:`
+    group: tuple[Any, ...] = ()  # engine.group.GroupValue entries, from `group:`
 
 
 @dataclass(frozen=True, slots=True)
@@ -466,6 +468,7 @@ class _SpecReader:
             "consume",
             "tables",
             "select",
+            "group",
         }
         for key in data:
             if key not in allowed:
@@ -588,6 +591,7 @@ class _SpecReader:
                 consume.append(Consume(t, how.get("when"), how.get("equals", MISSING), self.loc.at("consume", ptr)))
         try:
             selections = compile_selections(data.get("select"))
+            group_values = group_module.parse(data.get("group"))
         except MapcError as exc:
             for p in exc.problems:
                 self.fail(p.message, *[t for t in p.pointer.split("/")[1:]], code=p.code)
@@ -604,6 +608,7 @@ class _SpecReader:
             tuple(consume),
             data.get("tables"),
             selections,
+            group_values,
         )
 
     def array(self, src: Any, dst: Any) -> ArraySpec | None:

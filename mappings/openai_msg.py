@@ -97,21 +97,9 @@ class _Session:
         story: dict[str, Any] = {
             "schema_version": "storyline/v1",
             "origin": {"format": "openai-msg", "document_id": self.g.document_id},
-            "session": first["session_id"],
+            **self.g.values,  # session, run, agent: the spec's `group:`
         }
-        run = self._run()
-        if run is not MISSING:
-            story["run"] = run
-        models = [m for _, row in rows if (m := _first(row, self.t["model"])) is not MISSING]
-        agent_id = MISSING
-        for _, row in rows:
-            agent_id = _first(row, self.t["agent_id"])
-            if agent_id is not MISSING:
-                break
-        agent_id = agent_id if agent_id is not MISSING else models[0] if models else "openai-import"
-        story["agent"] = {"id": agent_id, "name": agent_id}
-        if models:
-            story["agent"]["model"] = models[0]
+        self.problems.extend(self.g.problems)
         context_count = self._context(first_r, first)
         for r, row in rows:
             self._interaction(r, row, context_count, row is first)
@@ -124,20 +112,6 @@ class _Session:
         if last_metrics is not None:
             story["final_metrics"] = last_metrics
         return story, self.residual
-
-    def _run(self) -> Any:
-        found: Any = MISSING
-        for r, row in self.g.rows:
-            run = _first(row, self.t["run"])
-            if run is MISSING:
-                continue
-            if found is MISSING:
-                found = run
-            elif run != found:
-                where = next(p for p in self.t["run"] if _get(row, p) == run)
-                message = f"conflicting run ids in session {row['session_id']!r}: {run!r} and {found!r}"
-                self.problems.append(Problem("openai.conflicting_run", self.g.pointer(r) + where, message))
-        return found
 
     def _context(self, r: int, row: dict[str, Any]) -> int:
         """The context turns of the session's first row: messages before its last user message."""
@@ -425,17 +399,11 @@ def _rows(story: dict[str, Any], tables: Any, provenance: bool) -> list[dict[str
     steps = _steps(interactions, len(context), provenance)
     rows = []
     task_env = (story.get("task") or {}).get("env") or {}
-    models = [r["model"] for _, r, _ in interactions if r.get("model")]
-    derived = models[0] if models else "openai-import"  # what the forward derives without agent_id
     for (request, response, skipped), step in zip(interactions, steps, strict=True):
         history = [*history, *(m for turn in skipped for m in _messages(turn))]
         asked = _message(request) if request is not None else {"role": "user"}
         results = _tool_messages(response)
-        row: dict[str, Any] = {"session_id": story["session"], "step_id": step}
-        if story.get("run") is not None:
-            row["job_id"] = story["run"]
-        if story["agent"]["id"] != derived:
-            row["agent_id"] = story["agent"]["id"]
+        row: dict[str, Any] = {"session_id": story["session"], "step_id": step}  # then job_id, agent_id: `group:`
         if response.get("model") is not None:
             row["agent_model"] = response["model"]
         ts = response.get("ts", request.get("ts") if request else None)
