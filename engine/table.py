@@ -29,6 +29,7 @@ from mapc.engine import pointer
 from mapc.engine.lint import arrays, source_pointers
 from mapc.engine.spec import RuleSpec, Spec, VarRef
 from mapc.engine.template import Template, Var, format_tokens
+from mapc.engine.values import MISSING
 
 IDENTITY = ("trajectory", "session")  # the hub's document identity: /trajectory, else /session
 
@@ -90,6 +91,7 @@ def mapping_rows(spec: Spec) -> list[Row]:
                 _add(rows, (container,), [format_tokens(dst.tokens[:-1])])
     if spec.children is not None:
         _children_rows(spec, forward, rows)
+    _group_rows(spec, rows)
     doc_id = spec.document_id
     if doc_id is not None and doc_id.op == "copy":
         at = f"/unknown_fields/sources/{pointer.escape(spec.source)}/source_document_id"
@@ -192,9 +194,25 @@ def _singular(template: Template) -> str:
     return name[:-1] if name.endswith("s") and len(name) > 1 else name
 
 
+def _group_rows(spec: Spec, rows: dict[tuple[str, ...], tuple[list[str], list[int]]]) -> None:
+    """A row corpus's group values (`group:`): every row pointer of a candidate reaches the targets."""
+    if spec.rows is None:
+        return
+    at = spec.rows.rows.text
+    for entry in spec.rows.group:
+        targets = [pointer.format(t) for t in entry.to]
+        for candidate in entry.candidates:
+            for text in candidate.texts:
+                _add(rows, (f"{at}/{{r}}{text}",), targets)
+
+
 def constants(spec: Spec) -> list[tuple[str, object]]:
-    """(target, value) of every constant row: values with no source pointer."""
-    return [(t.text, r.value) for r in spec.rules if r.op == "const" and not _reverse_only(r) for t in r.targets]
+    """(target, value) of every constant row: values with no source pointer (a group value's
+    constant candidate too: the value when no row gives one)."""
+    out = [(t.text, r.value) for r in spec.rules if r.op == "const" and not _reverse_only(r) for t in r.targets]
+    for entry in spec.rows.group if spec.rows is not None else ():
+        out += [(pointer.format(t), c.const) for c in entry.candidates if c.const is not MISSING for t in entry.to]
+    return out
 
 
 def _cell(pointers: tuple[str, ...]) -> str:

@@ -117,3 +117,12 @@ def test_entries_of_the_wrong_shape_are_located_spec_errors(entries: Any, at: st
     with pytest.raises(MapcError) as info:
         group.parse(entries)
     assert info.value.problems[0].pointer == at
+
+
+def test_the_mapping_table_lists_every_candidate_pointer_and_the_constants():
+    from mapc.engine import table
+
+    text = table.markdown(load_spec("toy-group.yaml", SPEC))
+    assert "| `/rows/{r}/project` | `/run` |" in text
+    assert "| `/rows/{r}/team` | `/agent/id` `/agent/name` |" in text
+    assert '- `/agent/id` = `"nobody"`' in text
