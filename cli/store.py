@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import click
+import orjson
 
 from mapc.cli.boundary import on_interrupt, options
 from mapc.cli.engines import engine_options, open_engine
@@ -21,8 +22,8 @@ from mapc.cli.files import input_limit, is_jsonl, open_regular, read_bytes, read
 from mapc.cli.output import dump_json, fail_on, output_bytes, redact_options, redactor_of
 from mapc.cli.params import FORMAT
 from mapc.cli.render import report
-from mapc.engine import convert
-from mapc.engine.problems import MapcError
+from mapc.engine import convert, views
+from mapc.engine.problems import MapcError, Problem
 from mapc.engine.redact import summary as redact_summary
 
 SUFFIXES = (".json", ".jsonl", ".ndjson")
@@ -276,12 +277,59 @@ def export_command(
             stories, counts = redactor.stories(stories)
         try:  # from_storyline validates the Storylines: once, not twice
             result = convert.from_storyline(fmt, stories)
+            failed: list[Problem] = []
         except MapcError:
             rows.validated(stories)  # an invalid rebuilt document: named by its document_id
-            raise
+            result, failed = _export_each(fmt, stories)  # issue 15 §5: the rest is still written
     write_bytes(output, output_bytes(output, result))
     if redactor is not None:
         click.echo(f"{dataset_dir}: {redact_summary(counts)}", err=True)
+    if failed:
+        raise MapcError(failed)  # printed per document after the others were written; exit 1
+
+
+def _export_each(fmt: str, stories: list[dict[str, Any]]) -> tuple[Any, list[Problem]]:
+    """Export `stories` tree by tree (a document and its subagents go together): the export of the
+    trees that convert, and the problems of those that do not, each named by its document.  When
+    none converts (or there is one tree), the error is raised as it is."""
+    trees = _trees(stories)
+    good: list[dict[str, Any]] = []
+    problems: list[Problem] = []
+    for tree in trees:
+        try:
+            convert.from_storyline(fmt, tree)
+        except MapcError as exc:
+            where = f"runs[document_id={orjson.dumps(views.document_id(tree[0])).decode()}]"
+            problems.extend(Problem(p.code, where + p.pointer, p.message) for p in exc.problems)
+            continue
+        good.extend(tree)
+    if not good or len(trees) == 1:
+        raise MapcError(problems)
+    return convert.from_storyline(fmt, good), problems
+
+
+def _trees(stories: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """`stories` grouped into trees (parent links and children ids), in first order."""
+    ids = {views.document_id(s): n for n, s in enumerate(stories)}
+    root = list(range(len(stories)))
+
+    def find(n: int) -> int:
+        while root[n] != n:
+            root[n] = root[root[n]]
+            n = root[n]
+        return n
+
+    for n, story in enumerate(stories):
+        parent = story.get("parent")
+        linked = [parent.get("psid")] if type(parent) is dict else []
+        linked += [c for c in story.get("children") or () if type(c) is str]
+        for other in (ids.get(i) for i in linked if type(i) is str):
+            if other is not None:
+                root[find(n)] = find(other)
+    groups: dict[int, list[dict[str, Any]]] = {}
+    for n, story in enumerate(stories):
+        groups.setdefault(find(n), []).append(story)
+    return list(groups.values())
 
 
 @click.command("index")
