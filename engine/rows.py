@@ -56,10 +56,19 @@ class Group:
     select: Any = None  # the spec's named selections (engine/select.py), by name
     values: Any = None  # the Storyline's own values from the rows (`group:`, engine/group.py)
     problems: tuple[Problem, ...] = ()  # and the conflicts found computing them
+    spread: tuple[Any, ...] = ()  # keyed values between a row and its turn (`spread:`, engine/spread.py)
 
     def pointer(self, r: int, *tokens: str | int) -> str:
         """The pointer of a value inside row `r` (its index in the file)."""
         return pointer.join(f"{self.at}/{r}", *tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class Back:
+    """What a reverse function gets beside the Storylines: the spec's `tables` and `spread:` entries."""
+
+    tables: Any
+    spread: tuple[Any, ...] = ()
 
 
 # --- forward ---------------------------------------------------------------------------------
@@ -79,7 +88,7 @@ def forward(spec: Spec, doc: Any, path: str | None) -> list[Mapped]:
     for members in groups:
         pairs = tuple((r, rows[r]) for r in members)
         values, conflicts = group_values.forward(model.group, [(f"{at}/{r}", row) for r, row in pairs])
-        group = Group(pairs, at, document_id, model.tables, model.selections, values, tuple(conflicts))
+        group = Group(pairs, at, document_id, model.tables, model.selections, values, tuple(conflicts), model.spread)
         story, residual = mapper(group)
         residual = {**root, **residual}
         residual.update(_unknown_keys(spec, group, story))
@@ -283,7 +292,7 @@ def reverse(spec: Spec, stories: list[dict[str, Any]]) -> list[Rebuilt]:
     model = spec.rows
     assert model is not None
     at = _literal(model.rows)
-    rows_per_story = _function(model.reverse_call)(stories, model.tables, spec.source)
+    rows_per_story = _function(model.reverse_call)(stories, Back(model.tables, model.spread), spec.source)
     own = [_own_fields(s, spec.source) for s in stories]
     kept_document = next((f[""] for f in own if type(f.get("")) is dict), None)
     if kept_document is not None:  # the whole document was kept (a hop added to its root)

@@ -17,6 +17,7 @@ from typing import Any, TypeAlias
 from mapc.engine import fold as fold_module
 from mapc.engine import group as group_module
 from mapc.engine import plainyaml, pointer
+from mapc.engine import spread as spread_module
 from mapc.engine.ops import CONDITION_NAMES
 from mapc.engine.pointer import PointerSyntaxError
 from mapc.engine.problems import MapcError, Problem, SpecLocation
@@ -253,6 +254,7 @@ class RowsSpec:
     tables: Any = None
     selections: Any = None  # name -> engine.select.Selection, from `select:`
     group: tuple[Any, ...] = ()  # engine.group.GroupValue entries, from `group:`
+    spread: tuple[Any, ...] = ()  # engine.spread.Spread entries, from `spread:`
 
 
 @dataclass(frozen=True, slots=True)
@@ -469,6 +471,7 @@ class _SpecReader:
             "tables",
             "select",
             "group",
+            "spread",
         }
         for key in data:
             if key not in allowed:
@@ -592,6 +595,7 @@ class _SpecReader:
         try:
             selections = compile_selections(data.get("select"))
             group_values = group_module.parse(data.get("group"))
+            spreads = spread_module.parse(data.get("spread"))
         except MapcError as exc:
             for p in exc.problems:
                 self.fail(p.message, *[t for t in p.pointer.split("/")[1:]], code=p.code)
@@ -609,6 +613,7 @@ class _SpecReader:
             data.get("tables"),
             selections,
             group_values,
+            spreads,
         )
 
     def array(self, src: Any, dst: Any) -> ArraySpec | None:
