@@ -195,7 +195,8 @@ def _singular(template: Template) -> str:
 
 
 def _group_rows(spec: Spec, rows: dict[tuple[str, ...], tuple[list[str], list[int]]]) -> None:
-    """A row corpus's group values (`group:`): every row pointer of a candidate reaches the targets."""
+    """A row corpus's group values (`group:`): every row pointer of a candidate reaches the targets;
+    its spread values (`spread:`) reach the turn's object (and, first, the Storyline's)."""
     if spec.rows is None:
         return
     at = spec.rows.rows.text
@@ -204,6 +205,18 @@ def _group_rows(spec: Spec, rows: dict[tuple[str, ...], tuple[list[str], list[in
         for candidate in entry.candidates:
             for text in candidate.texts:
                 _add(rows, (f"{at}/{{r}}{text}",), targets)
+    for entry in spec.rows.spread:  # keyed and open values of a row reach its turn
+        turn = "/turns/{t}" + pointer.format(entry.to)
+        if entry.open is not None:
+            _add(rows, (f"{at}/{{r}}{pointer.format(entry.open)}/{{key}}",), [turn + "/{key}"])
+            for key in entry.row_keys:
+                _add(rows, (f"{at}/{{r}}/{pointer.escape(key)}",), [f"{turn}/{pointer.escape(key)}"])
+            continue
+        for key, tokens in entry.keys:
+            targets = [f"{turn}/{key}"]
+            if entry.first_to is not None:
+                targets.insert(0, f"{pointer.format(entry.first_to)}/{key}")
+            _add(rows, (f"{at}/{{r}}{pointer.format(tokens)}",), targets)
 
 
 def constants(spec: Spec) -> list[tuple[str, object]]:
