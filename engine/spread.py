@@ -38,6 +38,7 @@ class Spread:
     first_to: Tokens | None = None
     test: Callable[[Any], bool] | None = None
     keys: tuple[tuple[str, Tokens], ...] = ()  # keyed: (key path, row pointer)
+    key_tokens: tuple[Tokens, ...] = ()  # keyed: each key path as pointer tokens
     open: Tokens | None = None
     except_: frozenset[str] = frozenset()
     row_keys: tuple[str, ...] = ()  # open: row keys read after the open object's
@@ -73,6 +74,7 @@ def parse(entries: Any) -> tuple[Spread, ...]:
                         _pointer(e["first_to"]) if e.get("first_to") is not None else None,
                         CONDITIONS[when].test if when is not None else None,
                         tuple((str(k), _pointer(p)) for k, p in e["keys"].items()),
+                        tuple(pointer.parse("/" + str(k)) for k in e["keys"]),
                     )
                 )
             else:
@@ -90,14 +92,24 @@ def parse(entries: Any) -> tuple[Spread, ...]:
     return tuple(out)
 
 
+_SELECTED: dict[tuple[int, str], tuple[tuple[Spread, ...], Tokens | None, tuple[Spread, ...]]] = {}
+
+
+def _of(entries: tuple[Spread, ...], to: str) -> tuple[tuple[Spread, ...], Tokens | None]:
+    """The entries for the turn object `to`, and the `first_to` of any of them (computed once)."""
+    found = _SELECTED.get((id(entries), to))
+    if found is None or found[2] is not entries:  # keyed by identity: the entries kept alive beside
+        tokens = pointer.parse(to)
+        selected = tuple(e for e in entries if e.to == tokens)
+        first = next((e.first_to for e in selected if e.first_to is not None), None)
+        found = _SELECTED[(id(entries), to)] = (selected, first, entries)
+    return found[0], found[1]
+
+
 def _pointer(text: Any) -> Tokens:
     if type(text) is not str or not text:
         raise pointer.PointerSyntaxError(f"{text!r} is not a non-empty JSON Pointer")
     return pointer.parse(text)
-
-
-def _passes(entry: Spread, value: Any) -> bool:
-    return value is not MISSING and (entry.test(value) if entry.test is not None else value is not None)
 
 
 # --- forward ---------------------------------------------------------------------------------
@@ -107,7 +119,7 @@ def forward(entries: tuple[Spread, ...], row: Any, turn: dict[str, Any], story: 
     """Write the spread values of `row` for the turn object `to` into `turn` (a first value into
     `story`), in place."""
     made: dict[Tokens, dict[str, Any]] = {}  # the turn objects this row fills, written if non-empty
-    for entry in (e for e in entries if e.to == pointer.parse(to)):
+    for entry in _of(entries, to)[0]:
         target = made.setdefault(entry.to, {})
         if entry.open is not None:
             state = pointer.resolve(row, entry.open)
@@ -115,17 +127,20 @@ def forward(entries: tuple[Spread, ...], row: Any, turn: dict[str, Any], story: 
             target.update({k: v for k, v in state.items() if k not in entry.except_})
             target.update({k: row[k] for k in entry.row_keys if k in row})
             continue
-        for key, tokens in entry.keys:
+        test, first_to = entry.test, entry.first_to
+        first = _object(story, first_to) if first_to is not None else None
+        for (key, tokens), key_tokens in zip(entry.keys, entry.key_tokens, strict=True):
             value = pointer.resolve(row, tokens)
-            if not _passes(entry, value):
+            if value is MISSING or not (test(value) if test is not None else value is not None):
                 continue
-            if entry.first_to is None:
+            if first_to is None:
                 _put(target, key, value)
                 continue
-            first = _object(story, entry.first_to)
-            have = pointer.resolve(first, pointer.parse("/" + key)) if first is not None else MISSING
+            have = pointer.resolve(first, key_tokens) if first is not None else MISSING
             if have is MISSING:
-                _put(_object(story, entry.first_to, make=True), key, value)
+                if first is None:
+                    first = _object(story, first_to, make=True)
+                _put(first, key, value)
             elif have != value:
                 _put(target, key, value)
     for tokens, values in made.items():
@@ -165,8 +180,8 @@ def reverse(
 ) -> None:
     """Write the spread values of the turn object `to` (over `story`'s first values) back into
     `row`, in place."""
-    firsts = {e.to: e.first_to for e in entries if e.first_to is not None}
-    for entry in (e for e in entries if e.to == pointer.parse(to)):
+    selected, first = _of(entries, to)
+    for entry in selected:
         own = pointer.resolve(turn, entry.to)
         own = own if type(own) is dict else {}
         if entry.open is not None:
@@ -174,7 +189,6 @@ def reverse(
                 if key not in entry.except_:
                     _set(row, (key,) if key in entry.row_keys else (*entry.open, key), value)
             continue
-        first = firsts.get(entry.to)
         base = pointer.resolve(story, first) if first is not None else MISSING
         env = {**(base if type(base) is dict else {}), **own}  # shallow: the turn's object wins whole
         for key, tokens in entry.keys:
