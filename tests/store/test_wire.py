@@ -630,3 +630,20 @@ def test_law_any_body_under_a_known_path_projects_or_fails_cleanly(path, request
     records[0]["payload"]["http"]["path"] = path
     story = events.project_records(records)  # a valid Storyline whatever the bodies hold
     assert storyline.check(story) == []
+
+
+def test_spec_table_prints_each_wire_protocol_table(runner):
+    from mapc.cli.main import cli
+
+    for table in wire.tables():
+        result = runner.invoke(cli, ["spec", "table", table.protocol])
+        assert result.exit_code == 0, result.output
+        assert result.stdout.startswith(f"{table.protocol} (paths {table.paths[0]}")
+        for where in table.spec["usage"].values():
+            assert f"`response {where}`" in result.stdout
+    result = runner.invoke(cli, ["spec", "table", "anthropic-messages"])
+    assert "| `request /messages/{m}/content/{b}/input (/type = tool_use)` | `/turns/{t}/tool_calls/{c}/args` |" in (
+        result.stdout
+    )
+    gemini = runner.invoke(cli, ["spec", "table", "gemini"]).stdout  # a hint names the protocol too
+    assert "the first of ['thought', 'text', 'functionCall', 'functionResponse'] it holds = functionCall" in gemini
