@@ -1,4 +1,4 @@
-"""`mapc events append|project|synthesize`: the events.lance source of truth (docs/formats.md, "Events").
+"""`mapc events append|project|synthesize|capture`: the events.lance source of truth (docs/formats.md, "Events").
 
 Events are Lance-only (E-7): JSONL EventRecords are a debug/test input of `append`, never a
 format of `convert`.  Other formats reach events only through Storyline (`synthesize`) and leave
@@ -23,7 +23,7 @@ from mapc.engine.problems import Problem
 
 @click.group("events")
 def events_group() -> None:
-    """Append to, project and synthesize events.lance (docs/formats.md, "Events")."""
+    """Append to, project, synthesize and capture events.lance (docs/formats.md, "Events")."""
 
 
 @events_group.command("append")
@@ -125,7 +125,7 @@ def synthesize_command(file: str, to: str, protocol: str | None, generic: bool) 
     \b
     Examples:
       mapc events synthesize /tmp/corpus.json --to /tmp/synthesized.lance
-      mapc events synthesize story.json --protocol openai-responses --to /tmp/events.lance
+      mapc events synthesize tests/data/events/openai-responses-parallel-tools.storyline.json --to /tmp/r.lance
     """
     from mapc.store import events
 

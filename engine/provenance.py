@@ -70,9 +70,11 @@ def carry_home(
     return out
 
 
-# The Storyline's own keys that tie a tree together: a format without trees (one document per
-# task, rows grouped by session) loses them, and without them A's tree cannot be rebuilt.
-TREE_KEYS = ("trajectory", "parent", "children")
+# The Storyline's own keys that tie a tree (or a task's attempts) together: a format without
+# trees (one document per task, rows grouped by session) loses them, and without them A's
+# document cannot be rebuilt; a format without a task (ATIF) loses the run and the attempt key
+# that make ACTF's attempts one document (found by the hop law over generated ACTF).
+TREE_KEYS = ("trajectory", "parent", "children", "run", "attempt_id")
 
 
 def _lost_in_hop(

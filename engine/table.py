@@ -29,6 +29,7 @@ from mapc.engine import pointer
 from mapc.engine.lint import arrays, source_pointers
 from mapc.engine.spec import RuleSpec, Spec, VarRef
 from mapc.engine.template import Template, Var, format_tokens
+from mapc.engine.values import MISSING
 
 IDENTITY = ("trajectory", "session")  # the hub's document identity: /trajectory, else /session
 
@@ -90,6 +91,7 @@ def mapping_rows(spec: Spec) -> list[Row]:
                 _add(rows, (container,), [format_tokens(dst.tokens[:-1])])
     if spec.children is not None:
         _children_rows(spec, forward, rows)
+    _group_rows(spec, rows)
     doc_id = spec.document_id
     if doc_id is not None and doc_id.op == "copy":
         at = f"/unknown_fields/sources/{pointer.escape(spec.source)}/source_document_id"
@@ -192,9 +194,38 @@ def _singular(template: Template) -> str:
     return name[:-1] if name.endswith("s") and len(name) > 1 else name
 
 
+def _group_rows(spec: Spec, rows: dict[tuple[str, ...], tuple[list[str], list[int]]]) -> None:
+    """A row corpus's group values (`group:`): every row pointer of a candidate reaches the targets;
+    its spread values (`spread:`) reach the turn's object (and, first, the Storyline's)."""
+    if spec.rows is None:
+        return
+    at = spec.rows.rows.text
+    for entry in spec.rows.group:
+        targets = [pointer.format(t) for t in entry.to]
+        for candidate in entry.candidates:
+            for text in candidate.texts:
+                _add(rows, (f"{at}/{{r}}{text}",), targets)
+    for entry in spec.rows.spread:  # keyed and open values of a row reach its turn
+        turn = "/turns/{t}" + pointer.format(entry.to)
+        if entry.open is not None:
+            _add(rows, (f"{at}/{{r}}{pointer.format(entry.open)}/{{key}}",), [turn + "/{key}"])
+            for key in entry.row_keys:
+                _add(rows, (f"{at}/{{r}}/{pointer.escape(key)}",), [f"{turn}/{pointer.escape(key)}"])
+            continue
+        for key, tokens in entry.keys:
+            targets = [f"{turn}/{key}"]
+            if entry.first_to is not None:
+                targets.insert(0, f"{pointer.format(entry.first_to)}/{key}")
+            _add(rows, (f"{at}/{{r}}{pointer.format(tokens)}",), targets)
+
+
 def constants(spec: Spec) -> list[tuple[str, object]]:
-    """(target, value) of every constant row: values with no source pointer."""
-    return [(t.text, r.value) for r in spec.rules if r.op == "const" and not _reverse_only(r) for t in r.targets]
+    """(target, value) of every constant row: values with no source pointer (a group value's
+    constant candidate too: the value when no row gives one)."""
+    out = [(t.text, r.value) for r in spec.rules if r.op == "const" and not _reverse_only(r) for t in r.targets]
+    for entry in spec.rows.group if spec.rows is not None else ():
+        out += [(pointer.format(t), c.const) for c in entry.candidates if c.const is not MISSING for t in entry.to]
+    return out
 
 
 def _cell(pointers: tuple[str, ...]) -> str:

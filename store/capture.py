@@ -1,12 +1,12 @@
-"""``mapc events capture``: a small recording reverse proxy in front of an LLM API (RFC-0002).
+"""``mapc events capture``: a small recording reverse proxy in front of an LLM API (docs/formats.md, "Events").
 
 Every exchange that passes is forwarded to the upstream unchanged and recorded in
 ``events.lance`` as EventRecords of one session: an ``http.request`` (method, path, query, headers
 with credentials redacted, the body), then either an ``http.response`` (status, headers, the body)
 or, for a streamed (``text/event-stream``) answer, an ``http.response.stream`` with the status and
 headers followed by one ``http.stream.frame`` per SSE frame, each with its raw text and
-``timing.offset_ms`` from the request (RFC-0002 decision 2: the frames are the record, the
-assembled text only a projection).  Streamed bytes are written to the client as they arrive, so
+``timing.offset_ms`` from the request (the frames are the record, the assembled text only a
+projection: docs/formats.md, "Events").  Streamed bytes are written to the client as they arrive, so
 the client sees the upstream's stream as it is.
 
 The server and the upstream client are aiohttp's.  An exchange's events are appended in one Lance
@@ -75,7 +75,7 @@ class Recorder:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def record(self, kind: str, call_id: str, payload: dict[str, Any], ms: int) -> dict[str, Any]:
-        """One EventRecord of this session (event_id, producer and time as RFC-0002 asks of new writers)."""
+        """One EventRecord of this session (event_id, producer and time, as new writers give them)."""
         return {
             "event_id": uuid.uuid4().hex,
             "producer": "mapc events capture",
@@ -140,6 +140,38 @@ def split_frames(buffer: bytes) -> tuple[list[bytes], bytes]:
         buffer = buffer[i + n :]
 
 
+def connection(request: Any) -> dict[str, Any]:
+    """The record's ``connection.*`` (docs/events.md): the HTTP version, the raw Connection / Keep-Alive headers, and
+    whether the connection is persistent (``close`` → no, ``keep-alive`` → yes, else HTTP/1.1+)."""
+    version = f"HTTP/{request.version.major}.{request.version.minor}"
+    header = request.headers.get("Connection")
+    out: dict[str, Any] = {"http_version": version}
+    tokens = {t.strip().lower() for t in header.split(",")} if header else set()
+    if "close" in tokens:
+        out["persistent"] = False
+    elif "keep-alive" in tokens:
+        out["persistent"] = True
+    else:
+        out["persistent"] = (request.version.major, request.version.minor) >= (1, 1)
+    if header is not None:
+        out["connection_header"] = header
+    if request.headers.get("Keep-Alive") is not None:
+        out["keep_alive"] = request.headers["Keep-Alive"]
+    if request.headers.get("Upgrade") is not None:
+        out["upgrade"] = request.headers["Upgrade"]
+    return out
+
+
+def client_info(request: Any, peer: Any) -> dict[str, Any]:
+    """The record's ``client.*``: the peer (``ip:port``, and apart) and the User-Agent."""
+    out: dict[str, Any] = {}
+    if peer:
+        out.update(peer=f"{peer[0]}:{peer[1]}", peer_ip=peer[0], peer_port=peer[1])
+    if request.headers.get("User-Agent") is not None:
+        out["user_agent"] = request.headers["User-Agent"]
+    return out
+
+
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -180,11 +212,7 @@ def make_app(upstream: str, recorder: Recorder) -> Any:
         if request.query_string:
             http["query"] = request.query_string
         peer = request.transport.get_extra_info("peername") if request.transport is not None else None
-        payload = {
-            "http": http,
-            "connection": {"http_version": f"HTTP/{request.version.major}.{request.version.minor}"},
-            "client": {"peer": f"{peer[0]}:{peer[1]}"} if peer else {},
-        }
+        payload = {"http": http, "connection": connection(request), "client": client_info(request, peer)}
         records = [recorder.record("http.request", call_id, payload, started)]
         # Accept-Encoding is not forwarded: the upstream then answers uncompressed, so the record
         # holds the body itself and the client gets the same bytes the upstream sent.

@@ -1305,16 +1305,23 @@ class _Synthesis:
 
     def _response(self, i: int, turn: dict[str, Any], call_id: str, *, streamed: bool = False) -> None:
         where = f"/turns/{i}"
-        body, made_in_body = self.writer.response(turn, where)
-        made = set(made_in_body)
         spec = self.spec["response"]
         extra = turn.get("extra") if type(turn.get("extra")) is dict else {}
+        status = extra.get("status")
+        failed = (type(status) is int and status >= 400) or "error" in extra
+        said = turn["msg"] not in ("", None) or turn.get("tool_calls") or turn.get("reason")
+        error_only = failed and not said and "error" in extra
+        if error_only:  # the API's error object, not a message (the model is the request's)
+            body, made_in_body = self.writer.error_body(extra["error"]), []
+        else:
+            body, made_in_body = self.writer.response(turn, where)
+        made = set(made_in_body)
 
         def put(at: str, value: Any) -> None:
             wire.set_at(body, at, value)
             made.discard(at)
 
-        if type(turn.get("model")) is str and spec.get("model"):
+        if type(turn.get("model")) is str and spec.get("model") and not error_only:
             put(spec["model"], turn["model"])
         for name, at in spec.items():
             if name not in ("message", "model") and name in extra:
@@ -1364,9 +1371,6 @@ class _Synthesis:
         if synthesized:
             payload["synthesized"] = synthesized
         self._event(turn, kind, call_id, payload, self.seqs.take(turn))
-        status = extra.get("status")
-        failed = (type(status) is int and status >= 400) or "error" in extra
-        said = turn["msg"] not in ("", None) or turn.get("tool_calls") or turn.get("reason")
         if not failed or said:  # as the projection reads it: a failed call the client got nothing from
             self.history += self.writer.history(turn, where)
         observation = turn.get("observation")

@@ -249,29 +249,6 @@ def _free(value: Any) -> bytes | None:
     return None if value is None else orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
-def _owned_parts(turns: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
-    """Per turn, the canonical forms of its owned objects (``env``, ``prompt``, each call's ``response``), or
-    None for a turn with none: what `canonical_storyline` writes for them (the engine's rules, not a copy
-    of them), shaped field by field."""
-    out: list[dict[str, Any] | None] = [None] * len(turns)
-    for i, turn in enumerate(turns):
-        t = turn.get
-        calls = t("tool_calls") or ()
-        responses = any(call.get("response") is not None for call in calls)
-        if t("env") is None and t("prompt") is None and not responses:
-            continue
-        part: dict[str, Any] = {
-            "env": canonical_turn_part("env", t("env")),
-            "prompt": canonical_turn_part("prompt", t("prompt")),
-        }
-        if responses:
-            part["tool_calls"] = [
-                {"response": canonical_turn_part("response", c.get("response"), call=True)} for c in calls
-            ]
-        out[i] = part
-    return out
-
-
 def _split_one(
     raw: dict[str, Any],
     ordinal: int,
@@ -322,7 +299,8 @@ def _split_one(
     dumps = orjson.dumps
     sort = orjson.OPT_SORT_KEYS
     turns = raw["turns"]
-    for turn_ordinal, (turn, owned) in enumerate(zip(turns, _owned_parts(turns), strict=True)):
+    part = canonical_turn_part  # the owned objects (env, prompt, a call's response): the engine's canonical form
+    for turn_ordinal, turn in enumerate(turns):
         t = turn.get
         step_id = turn["id"]
         ts = t("ts")
@@ -353,15 +331,14 @@ def _split_one(
                 observation is not None,
                 _free(observation),
                 _free(t("extra")),
-                None if owned is None else _json(owned.get("env")),
+                _json(part("env", t("env"))),
                 _json(t("finished_at")),
-                None if owned is None else _json(owned.get("prompt")),
+                _json(part("prompt", t("prompt"))),
             )
         )
         if not tool_calls:
             continue
         results = results_by_call(observation)
-        responses = owned.get("tool_calls") if owned is not None else None
         for call_index, call in enumerate(tool_calls):
             c = call.get
             tcid = call["tcid"]
@@ -380,7 +357,7 @@ def _split_one(
                     c("duration_ms"),
                     _free(c("extra")),
                     c("kind"),
-                    None if responses is None else _json(responses[call_index].get("response")),
+                    _json(part("response", c("response"), call=True)),
                 )
             )
 

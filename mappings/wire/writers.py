@@ -89,6 +89,10 @@ class Anthropic:
     def request_defaults(self) -> dict[str, Any]:
         return {"/max_tokens": 1024}  # required by the API; the Storyline keeps none unless params has it
 
+    def error_body(self, error: Any) -> dict[str, Any]:
+        """The body of a failed call: the API's error object."""
+        return {"type": "error", "error": error}
+
     def user(self, turn: dict[str, Any], results: list[dict[str, Any]], where: str) -> list[dict[str, Any]]:
         blocks = [self._result(r) for r in results]
         blocks += [{"type": "text", "text": t} for t in _texts(turn["msg"], where)] if turn is not None else []
@@ -196,6 +200,10 @@ class ChatCompletions:
     def request_defaults(self) -> dict[str, Any]:
         return {}
 
+    def error_body(self, error: Any) -> dict[str, Any]:
+        """The body of a failed call: the API's error object."""
+        return {"error": error}
+
     def user(self, turn: dict[str, Any], results: list[dict[str, Any]], where: str) -> list[dict[str, Any]]:
         out = self.results(results, where)
         return [*out, {"role": "user", "content": self._content(turn, where)}]
@@ -297,6 +305,10 @@ class Responses:
 
     def request_defaults(self) -> dict[str, Any]:
         return {}
+
+    def error_body(self, error: Any) -> dict[str, Any]:
+        """The body of a failed call: the API's error object."""
+        return {"error": error}
 
     def user(self, turn: dict[str, Any], results: list[dict[str, Any]], where: str) -> list[dict[str, Any]]:
         return [*self.results(results, where), {"role": "user", "content": self._content(turn, where, "input_text")}]
@@ -465,6 +477,10 @@ class Gemini:
 
     def request_defaults(self) -> dict[str, Any]:
         return {}
+
+    def error_body(self, error: Any) -> dict[str, Any]:
+        """The body of a failed call: the API's error object."""
+        return {"error": error}
 
     def user(self, turn: dict[str, Any], results: list[dict[str, Any]], where: str) -> list[dict[str, Any]]:
         parts = [self._result(r, where) for r in results]

@@ -156,6 +156,11 @@ def test_the_proxy_passes_the_stream_through_unchanged_and_records_a_projectable
     assert request["request_body"]["messages"][0]["content"] == "What does README.md say?"
     assert records[1]["payload"]["http"]["response_body"] == TOOL_RESPONSE
     assert all(r["event_id"] and r["producer"] == "mapc events capture" for r in records)
+    assert records[0]["payload"]["connection"]["http_version"] == "HTTP/1.1"
+    assert records[0]["payload"]["connection"]["persistent"] is True  # HTTP/1.1 without Connection: close
+    client = records[0]["payload"]["client"]
+    assert client["peer_ip"] == "127.0.0.1" and client["peer"] == f"127.0.0.1:{client['peer_port']}"
+    assert client["user_agent"].startswith("Python/")  # aiohttp's client says so
 
     story = events.project_records(records)
     turns = [(t["src"], t["msg"]) for t in story["turns"]]

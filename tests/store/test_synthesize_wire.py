@@ -14,7 +14,7 @@ from typing import Any
 
 import pydantic
 import pytest
-from anthropic.types import Message, RawMessageStreamEvent
+from anthropic.types import ErrorResponse, Message, RawMessageStreamEvent
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming, MessageCreateParamsStreaming
 from google.genai import types as genai
 from hypothesis import given, settings
@@ -81,6 +81,12 @@ def check_bodies(records: list[dict[str, Any]], protocol: str) -> int:
             continue
         assert record["payload"]["degraded"] is True and record["payload"]["protocol"] == protocol
         n += 1
+        if record["kind"] == "http.response" and http["status"] >= 400:  # the API's error object
+            if protocol == "anthropic-messages":
+                ErrorResponse.model_validate(http["response_body"])
+            else:
+                assert set(http["response_body"]) == {"error"}
+            continue
         if protocol == "gemini-generate-content":
             check_gemini(record)
             continue
@@ -189,20 +195,47 @@ texts = st.text(alphabet="ab yz\n", min_size=1, max_size=6)
 json_args = st.dictionaries(st.sampled_from(["q", "n", "path"]), st.integers(0, 9) | texts, max_size=2)
 
 
+# per protocol: stop reasons its SDK accepts, a usage key beside the mapped ones, whether it has a
+# system message, and whether it carries a refusal / an is_error on tool results
+STOPS = {
+    "anthropic-messages": ["end_turn", "tool_use", "max_tokens"],
+    "openai-chat-completions": ["stop", "tool_calls", "length"],
+    "openai-responses": ["completed", "incomplete"],
+    "gemini-generate-content": ["STOP", "MAX_TOKENS"],
+}
+USAGE_EXTRA = {
+    "anthropic-messages": "service_tier",
+    "openai-chat-completions": "total_tokens",
+    "openai-responses": "total_tokens",
+    "gemini-generate-content": "totalTokenCount",
+}
+
+
 @st.composite
 def conversations(draw: st.DrawFn, protocol: str) -> dict[str, Any]:
-    """A Storyline of user, system (not for Anthropic or Gemini) and agent turns: texts, reasoning,
-    parallel tool calls with or without results, usage, models; trailing user turns; consecutive
-    agents; streamed or not (``params.stream``, not for Gemini, whose stream is another path)."""
+    """A Storyline of user, system (not for Anthropic or Gemini: developer too) and agent turns:
+    texts and text parts, reasoning, parallel tool calls with or without results (is_error for
+    Anthropic), refusals (OpenAI), usage with a protocol key beside the mapped ones, models, stop
+    reasons and response ids, failed calls (HTTP 429 with an error body) and their retries;
+    trailing user turns; consecutive agents; streamed or not (``params.stream``, not for Gemini,
+    whose stream is another path)."""
     turns: list[dict[str, Any]] = []
     calls = 0
     gemini = protocol == "gemini-generate-content"
-    kinds = ["user", "agent"] + ([] if protocol in ("anthropic-messages", "gemini-generate-content") else ["system"])
+    openai = protocol.startswith("openai")
+    kinds = ["user", "agent"] + (["system"] if openai else [])
     for n in range(draw(st.integers(1, 7))):
         src = draw(st.sampled_from(kinds))
         turn: dict[str, Any] = {"id": n + 1, "src": src}
         if src != "agent":
             turn["msg"] = draw(texts | st.lists(texts, min_size=2, max_size=3).map(_parts))
+            if src == "system" and draw(st.booleans()):
+                turn["extra"] = {"role": "developer"}
+            turns.append(turn)
+            continue
+        if draw(st.integers(0, 5)) == 0:  # a failed call: the client got no message
+            turn["msg"] = ""
+            turn["extra"] = {"status": 429, "error": {"type": "rate_limit_error", "message": draw(texts)}}
             turns.append(turn)
             continue
         turn["msg"] = draw(st.just("") | texts)
@@ -217,19 +250,32 @@ def conversations(draw: st.DrawFn, protocol: str) -> dict[str, Any]:
         if tool_calls:
             turn["tool_calls"] = tool_calls
             if draw(st.booleans()):
-                turn["observation"] = {
-                    "results": [
-                        {"source_call_id": c["tcid"], "content": draw(json_args if gemini else texts)}
-                        for c in tool_calls
-                    ]
-                }
+                results = []
+                for c in tool_calls:
+                    result = {"source_call_id": c["tcid"], "content": draw(json_args if gemini else texts)}
+                    if protocol == "anthropic-messages" and draw(st.booleans()):
+                        result["is_error"] = draw(st.booleans())
+                    results.append(result)
+                turn["observation"] = {"results": results}
+        extra: dict[str, Any] = {}
+        if draw(st.booleans()):
+            extra["stop_reason"] = draw(st.sampled_from(STOPS[protocol]))
+        if draw(st.booleans()):
+            extra["id"] = f"resp_{n}"
+        if openai and draw(st.integers(0, 3)) == 0:
+            extra["refusal"] = draw(texts)
+        if extra:
+            turn["extra"] = extra
         if draw(st.booleans()):
             turn["model"] = draw(st.sampled_from(["m-1", "m-2"]))
         if draw(st.booleans()):
             turn["metrics"] = {"input_tokens": draw(st.integers(0, 99)), "output_tokens": draw(st.integers(0, 99))}
+            if draw(st.booleans()):
+                key = USAGE_EXTRA[protocol]
+                turn["metrics"]["extra"] = {key: "standard" if key == "service_tier" else draw(st.integers(0, 199))}
         turns.append(turn)
     if not gemini and draw(st.booleans()):  # streamed calls: the responses are written as SSE
-        turns[0]["extra"] = {"params": {"stream": True}}
+        turns[0].setdefault("extra", {})["params"] = {"stream": True}
     return {
         "schema_version": "storyline/v1",
         "session": "law",
@@ -244,7 +290,11 @@ def _parts(items: list[str]) -> list[dict[str, str]]:
 
 def content(story: dict[str, Any]) -> list[tuple[Any, ...]]:
     keys = ("src", "msg", "reason", "tool_calls", "observation", "metrics", "model")
-    return [tuple(turn.get(k) for k in keys) for turn in story["turns"]]
+    carried = ("stop_reason", "id", "refusal", "status", "error", "role")
+    return [
+        (*(turn.get(k) for k in keys), {k: v for k, v in turn.get("extra", {}).items() if k in carried})
+        for turn in story["turns"]
+    ]
 
 
 @settings(deadline=None, max_examples=60)
@@ -259,8 +309,10 @@ def test_law_storyline_synthesize_project_gives_the_conversation_back(case):
     back = events.project_records(records)
     assert content(back) == content(story)
     streamed = story["turns"][0].get("extra", {}).get("params", {}).get("stream") is True
-    kinds = {r["kind"] for r in records if r["kind"].startswith("http.response")}
-    assert kinds <= ({"http.response.stream"} if streamed else {"http.response"})
+    for record in records:  # an error body is JSON even when the request asked for a stream
+        if record["kind"].startswith("http.response"):
+            sse = streamed and "error" not in record["payload"]["http"]["response_body"]
+            assert record["kind"] == ("http.response.stream" if sse else "http.response")
     again = events.project_records(events.synthesize_wire(back, protocol))
     assert again == back  # a projected Storyline is a fixed point: every extra it has is written back
 
