@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
-from mapc.engine import catalog, codecs, envelope, functions, pointer, provenance, run, storyline
+from mapc.engine import catalog, codecs, envelope, functions, pointer, provenance, run, storyline, stream
 from mapc.engine.checks import iter_check_problems
 from mapc.engine.compile import Program
 from mapc.engine.limits import Limits
@@ -22,7 +22,7 @@ from mapc.engine.options import DEFAULT, Options
 from mapc.engine.prepare import prepare
 from mapc.engine.problems import MapcError, Problem, in_document_order
 from mapc.engine.schema import compiled_validator
-from mapc.engine.template import Template
+from mapc.engine.template import Template, parse_template
 
 STORYLINE = "storyline"
 P = ParamSpec("P")
@@ -88,6 +88,12 @@ def read_units(data: bytes, *, jsonl: bool = False, rows: bool = False, options:
     return [Unit(doc)]
 
 
+def whole_file(program: Program) -> bool:
+    """Whether a file (an array or JSONL lines) is one document of `program`'s format: a row
+    corpus or an event stream, not one document per element or line."""
+    return program.spec.rows is not None or program.spec.stream is not None
+
+
 def formats() -> list[str]:
     """Every format name mapc reads and writes."""
     return [STORYLINE, *catalog.shipped_names(), *codecs.names()]
@@ -120,9 +126,15 @@ def forward_unit(
 ) -> list[dict[str, Any]]:
     """Map one top-level source document to validated Storylines (`path`: the input's relative path)."""
     try:
-        doc, carried = envelope.take(unit.document, program.spec.envelope)
+        doc = unit.document
+        if program.spec.stream is not None:  # the records are checked, then grouped (engine/stream.py)
+            problems = input_problems(program, doc)
+            if problems:
+                raise MapcError(problems)
+            doc = stream.group(program.spec.stream, doc)
+        doc, carried = envelope.take(doc, program.spec.envelope)
         doc = prepare(program.spec.prepare, doc)
-        problems = input_problems(program, doc)
+        problems = input_problems(program, doc) if program.spec.stream is None else []
         if problems:
             raise MapcError(problems)
         mapped = run.forward(program, doc, path=path)
@@ -141,6 +153,8 @@ def forward_unit(
         return stories
     except MapcError as exc:
         rows = program.spec.rows.rows if program.spec.rows is not None else None
+        if program.spec.stream is not None:
+            rows = parse_template("/{r}")
         raise MapcError([unit.locate(p, rows) for p in exc.problems]) from None
 
 
@@ -204,7 +218,7 @@ def into_storyline(
             raise MapcError(failed)
         return found
     program = program_for(fmt)
-    units = read_units(data, jsonl=jsonl, rows=program.spec.rows is not None, options=options)
+    units = read_units(data, jsonl=jsonl, rows=whole_file(program), options=options)
     stories: list[dict[str, Any]] = []
     problems: list[Problem] = []
     for unit in units:  # every unit is checked, so one run reports every bad element or line
@@ -258,9 +272,14 @@ def from_storyline(fmt: str, stories: list[dict[str, Any]], *, carry: bool = Tru
         # The rebuilt document must be one the format accepts (a Storyline may hold values the
         # format cannot say, e.g. an observation that is not {"results": [...]}).
         where = f"/{k}" if k else ""
-        problems = [_export_problem(where, p, fmt) for p in input_problems(program, doc)]
         carriers = ((c, m.story) for m in rebuilt.stories for c in m.carriers)
-        problems += envelope.write(doc, carriers, program.spec.source, program.spec.envelope)
+        if program.spec.stream is not None:  # the envelope rides on the grouped tree, then on the first record
+            problems = envelope.write(doc, carriers, program.spec.source, program.spec.envelope)
+            doc = stream.flatten(program.spec.stream, doc)
+            problems = [_export_problem(where, p, fmt) for p in input_problems(program, doc)] + problems
+        else:
+            problems = [_export_problem(where, p, fmt) for p in input_problems(program, doc)]
+            problems += envelope.write(doc, carriers, program.spec.source, program.spec.envelope)
         if problems:
             raise MapcError(problems)
         docs.append(doc)
@@ -303,12 +322,12 @@ def streamable(from_fmt: str, to_fmt: str) -> bool:
     Storylines as its own document (Storyline itself, or a format without members or rows)."""
     if codecs.lookup(from_fmt) is not None or codecs.lookup(to_fmt) is not None:
         return False
-    if from_fmt != STORYLINE and program_for(from_fmt).spec.rows is not None:
+    if from_fmt != STORYLINE and whole_file(program_for(from_fmt)):
         return False
     if to_fmt == STORYLINE:
         return True
     target = program_for(to_fmt)
-    return target.each is None and target.spec.rows is None
+    return target.each is None and not whole_file(target)
 
 
 def convert_lines(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from mapc.engine import fold as fold_module
+from mapc.engine import stream as stream_module
 from mapc.engine import plainyaml, pointer
 from mapc.engine.ops import CONDITION_NAMES
 from mapc.engine.pointer import PointerSyntaxError
@@ -278,6 +279,7 @@ class Spec:
     deprecated: tuple[str, ...] = ()  # old-vocabulary keys, as ``rules[3].reverse_default`` (see upgrade.py)
     envelope: str = "/_storyline"  # where a document's `_storyline` envelope rides (engine/envelope.py)
     finish: str | None = None  # a registered (document, Storylines) → document run on every export
+    stream: Any = None  # an event stream: records grouped by kind before mapping (engine/stream.py)
 
 
 # --- YAML with locations -------------------------------------------------------------------
@@ -504,6 +506,11 @@ class _SpecReader:
         rules = [self.rule(item, i, ("rules", i)) for i, item in enumerate(data.get("rules") or [])]
         checks = [self.check(item, i) for i, item in enumerate(data.get("checks") or [])]
         rows = self.rows(document, data) if "rows" in document else None
+        stream = None
+        if "stream" in document:
+            stream, bad = stream_module.parse(document["stream"])
+            for p in bad:
+                self.fail(p.message, *p.pointer.strip("/").split("/"))
         return Spec(
             name=name,
             title=str(data.get("title", name)),
@@ -524,6 +531,7 @@ class _SpecReader:
             rows=rows,
             envelope=envelope_at,
             finish=finish,
+            stream=stream,
             at=self.loc.at(),
             deprecated=tuple(self.deprecated),
         )
