@@ -36,7 +36,7 @@ trip gives the file back exactly.
 
 Version awareness: records of no declared kind are the spec's `unknown` list (never mapped, so
 kept and counted as unknown fields); `census` counts the kinds of a file.  The `_storyline`
-envelope of a document rides on the first record (`document.envelope: /0/_storyline`).
+envelope of a document rides on the first record (the grouped tree holds it at its root).
 """
 
 from __future__ import annotations
@@ -163,8 +163,6 @@ def group(st: Stream, records: list[Any]) -> dict[str, Any]:
     after: dict[str, list[Any]] = {}
     items: list[dict[str, Any]] = []
     pending: dict[str, list[tuple[int, Any]]] = {}  # `to: next` records waiting for an element
-    index: list[list[int]] = []  # per element: the original indices of its records
-    head_at = before_at = after_at = -1
     where: dict[int, tuple[str, int, str]] = {}  # original index -> (group, element, list)
     if records and type(records[0]) is dict and "_storyline" in records[0]:
         envelope = records[0]["_storyline"]
@@ -174,7 +172,7 @@ def group(st: Stream, records: list[Any]) -> dict[str, Any]:
     for n, rec in enumerate(records):
         kind = st.kind(rec)
         if kind is not None and kind == st.head and head is MISSING:
-            head, head_at = rec, n
+            head = rec
             where[n] = ("head", 0, "")
             continue
         if kind in st.items:
@@ -216,7 +214,6 @@ def group(st: Stream, records: list[Any]) -> dict[str, Any]:
         after[name] = [r for _, r in waiting]
         for m, _ in waiting:
             where[m] = ("after", 0, name)
-    del head_at, before_at, after_at, index
     out: dict[str, Any] = {}
     if head is not MISSING:
         out["head"] = head

@@ -69,9 +69,24 @@ def codex_content(msg: Any, src: Any, item: Any, tool_calls: Any) -> Any:
     """`content` (a message) and `message` (a compaction) back from a turn's message."""
     if item == "compacted" or item is not MISSING or tool_calls or msg is MISSING:
         return MISSING, msg if item == "compacted" else MISSING
-    texts = [msg] if type(msg) is str else _texts(msg, ("text",))
     kind = "output_text" if src == "agent" else "input_text"
-    return (msg if texts is None else [{"type": kind, "text": t} for t in texts]), MISSING
+    return (
+        [{"type": kind, "text": msg}]
+        if type(msg) is str
+        else [_item(p, kind) for p in msg]
+        if type(msg) is list
+        else msg
+    ), MISSING
+
+
+def _item(part: Any, kind: str) -> Any:
+    """A content item of a Storyline message part: text, an image URL; any other as it is."""
+    if type(part) is dict and set(part) == {"type", "text"} and part["type"] == "text":
+        return {"type": kind, "text": part["text"]}
+    url = part.get("image_url") if type(part) is dict and part.get("type") == "image_url" else None
+    return (
+        {"type": "input_image", "image_url": url["url"]} if type(url) is dict and type(url.get("url")) is str else part
+    )
 
 
 @register("codex_tool_calls", 5)
