@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from mapc.engine import fold as fold_module
-from mapc.engine import stream as stream_module
 from mapc.engine import plainyaml, pointer
+from mapc.engine import stream as stream_module
 from mapc.engine.ops import CONDITION_NAMES
 from mapc.engine.pointer import PointerSyntaxError
 from mapc.engine.problems import MapcError, Problem, SpecLocation
