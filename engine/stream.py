@@ -30,9 +30,9 @@ The grouped tree the rules read::
 a next element after the last; a paired record whose partner is not found earlier goes to the
 previous element's `unpaired` list.  The reverse writes, per element, its `to: next` lists, the
 record, then its other lists, each in `attach` order; `head` first, `before` next, `after` last.
-A file whose records were in another order keeps that order as `/layout` (the original index of
-each record in the reverse's order), which no rule maps, so it is a residual: a same-format round
-trip gives the file back exactly.
+A file whose records were in another order keeps that order as `/layout` ({position in the
+reverse's order: original index} for the records that moved), which no rule maps, so it is a
+residual: a same-format round trip gives the file back exactly.
 
 Version awareness: records of no declared kind are the spec's `unknown` list (never mapped, so
 kept and counted as unknown fields); `census` counts the kinds of a file.  The `_storyline`
@@ -222,9 +222,9 @@ def group(st: Stream, records: list[Any]) -> dict[str, Any]:
     out["items"] = items
     if after:
         out["after"] = after
-    order = _canonical_order(st, where, len(records))
-    if order != list(range(len(records))):
-        out["layout"] = order
+    moved = {str(i): m for i, m in enumerate(_canonical_order(st, where, len(records))) if i != m}
+    if moved:
+        out["layout"] = moved
     if envelope is not MISSING:
         out["_storyline"] = envelope
     return out
@@ -268,15 +268,28 @@ def flatten(st: Stream, tree: Any) -> list[Any]:
             out.append(element["record"])
         out.extend(_lists(element, [n for n in lists if n not in nexts]))
     out.extend(_lists(tree.get("after"), lists))
-    layout = tree.get("layout")
-    if type(layout) is list and sorted(layout) == list(range(len(out))) and all(type(i) is int for i in layout):
-        placed: list[Any] = [None] * len(out)
-        for rec, at in zip(out, layout, strict=True):
-            placed[at] = rec
-        out = placed
+    out = _placed(out, tree.get("layout"))
     if "_storyline" in tree and out and type(out[0]) is dict:
         out[0] = {**out[0], "_storyline": tree["_storyline"]}
     return out
+
+
+def _placed(records: list[Any], layout: Any) -> list[Any]:
+    """`records` (in the reverse's order) where `layout` puts them: {position: original index} for
+    the records that moved.  A layout that does not fit the records (they were changed) is ignored."""
+    if type(layout) is not dict or not layout:
+        return records
+    order = list(range(len(records)))
+    for key, at in layout.items():
+        if not (key.isdigit() and int(key) < len(records) and type(at) is int and 0 <= at < len(records)):
+            return records
+        order[int(key)] = at
+    if sorted(order) != list(range(len(records))):
+        return records
+    placed: list[Any] = [None] * len(records)
+    for rec, at in zip(records, order, strict=True):
+        placed[at] = rec
+    return placed
 
 
 def _lists(holder: Any, names: Any) -> list[Any]:
