@@ -2,8 +2,9 @@
 
 `rollouts()` draws the records of one session file, in an order Codex writes them or not:
 a `session_meta` (first, later, or twice: a rollout without one has no session and is refused),
-with or without its optional keys (git, base instructions, a sub-agent source, a fork parent); events before the first turn; `turn_context`s
-(with and without a turn id, two in a row, one left at the end); messages of every role with one
+with or without its optional keys (git, base instructions, a sub-agent source, a fork parent);
+events before the first turn; `turn_context`s (with and without a turn id, two in a row, one left
+at the end); messages of every role with one
 or several text items, an image, `phase`/`end_turn`/`id`; reasoning before a turn (summaries, raw
 content, encrypted content only, several records, one left at the end); function calls whose
 arguments are compact JSON, spaced JSON or no JSON, custom (free-form) tool calls and shell calls;
