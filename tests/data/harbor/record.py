@@ -11,7 +11,8 @@ minimum), `pip install harbor==0.26.*` from PyPI, and asks Harbor's `Trajectory`
 - `trajectory.schema.json`: `Trajectory.model_json_schema()` as Harbor derives it (the model's
   shape; its validators — sequential step ids, agent-only fields, call references… — are not in it).
 
-The corpus: the shipped ATIF fixtures; mapc's ATIF output for every shipped fixture of every format;
+The corpus: the shipped ATIF fixtures; mapc's ATIF output for every shipped fixture of every format
+(the Codex rollouts too, and 40 generated rollouts, issue 18);
 documents drawn from `harbor_documents` (Harbor-valid, every feature) and `atif_documents` (mapc's
 permissive reading: unknown keys everywhere); mapc's ATIF output of drawn documents; and named
 mutations of the Harbor-valid ones (the cases of issue 15: a source "assistant", arguments that
@@ -506,6 +507,13 @@ def mapc_outputs(drawn: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
             doc = mapc.convert(fmt, "atif", path.read_bytes(), path=path.name)
             for n, one in enumerate(doc if type(doc) is list else [doc]):
                 out.append((f"mapc/{fmt}/{path.name}/{n}", one))
+    for path in sorted((fixtures / "codex").glob("*.jsonl")):  # issue 18: Codex CLI rollouts
+        doc = mapc.convert("codex", "atif", path.read_bytes(), jsonl=True, path=path.name)
+        out.append((f"mapc/codex/{path.name}/0", doc))
+    from codex_strategies import jsonl, rollouts
+
+    for i, recs in enumerate(draw_many(rollouts(), 40)):
+        out.append((f"mapc/codex-rollouts/{i}", mapc.convert("codex", "atif", jsonl(recs), jsonl=True)))
     for name, doc in drawn:
         for target in ("actf", "openai-msg"):
             try:
