@@ -26,7 +26,7 @@ from codex_strategies import jsonl, rollouts
 from conftest import FIXTURES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_harbor import harbor_valid
+from test_harbor import harbor_valid, recorded
 from test_hops import hop_in, hop_out, plain, without_source
 
 import mapc
@@ -263,6 +263,16 @@ def test_the_atif_of_every_fixture_is_harbor_valid(path: Path) -> None:
     out = mapc.from_storyline("atif", read(path.read_bytes()))
     assert harbor_valid(out) == []
     assert out["steps"][0]["step_id"] == 1
+
+
+def test_harbor_itself_accepted_the_atif_of_the_fixtures_and_of_generated_rollouts() -> None:
+    # Harbor 0.26's own Trajectory.model_validate verdicts, recorded by tests/data/harbor/record.py
+    rows = [r for r in recorded() if r["name"].startswith(("mapc/codex/", "mapc/codex-rollouts/"))]
+    assert {r["name"] for r in rows} >= {f"mapc/codex/{p.name}/0" for p in ROLLOUTS}
+    assert len(rows) >= 40 and all(r["valid"] for r in rows)
+    for path in ROLLOUTS:  # and what mapc writes today is what Harbor judged
+        (row,) = [r for r in rows if r["name"] == f"mapc/codex/{path.name}/0"]
+        assert plain(mapc.convert("codex", "atif", path.read_bytes(), jsonl=True)) == row["doc"]
 
 
 # --- detection and the CLI --------------------------------------------------------------------------
