@@ -7,16 +7,20 @@ package's modules declare codecs (engine/codecs.py); it is built at the top, by 
 engine imports what the installed catalog names, and nothing of `mapc.mappings` by itself
 (tests/test_layers.py).
 
-Each spec is loaded and compiled once per process.  The count trees of all shipped specs and
-codecs tell the Storyline validator how to normalize `unknown_key_counts` of each source
-(REFERENCE.md §3).  This module is imported by ``import mapc``: it imports nothing heavy itself.
+Each spec is loaded and compiled once per process, and only when it is run: a small conversion
+pays for its own spec, not for every format.  The count trees of the shipped specs and codecs tell
+the Storyline validator how to normalize `unknown_key_counts` of each source (REFERENCE.md §3); they
+are found source by source, as a document names them (`count_trees`), and aliases are read from the
+specs' data without compiling them.  This module is imported by ``import mapc``: it imports nothing
+heavy itself.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from mapc.engine.compile import Program
@@ -44,8 +48,9 @@ _INSTALLED: list[Catalog] = []
 def install(catalog: Catalog) -> None:
     """Make `catalog` the one the engine runs (before first use: compiled specs are cached)."""
     _INSTALLED[:] = [catalog]
-    for cached in (program, count_trees, aliases):
+    for cached in (program, _all_count_trees, aliases, _shipped, _declared_sources):
         cached.cache_clear()
+    _TREES.clear()
 
 
 def installed() -> Catalog:
@@ -57,17 +62,21 @@ def installed() -> Catalog:
 
 def shipped_names() -> list[str]:
     """Names of the built-in specs, one per YAML file in the catalog's spec package."""
-    import importlib.resources
+    return list(_shipped())
 
-    files = importlib.resources.files(installed().specs)
-    return sorted(p.name[: -len(".yaml")] for p in files.iterdir() if p.name.endswith(".yaml"))
+
+@functools.cache
+def _shipped() -> tuple[str, ...]:
+    from mapc.engine import resources
+
+    return tuple(sorted(n[: -len(".yaml")] for n in resources.names(installed().specs) if n.endswith(".yaml")))
 
 
 def spec_text(name: str) -> str:
     """The YAML text of the built-in spec `name`."""
-    import importlib.resources
+    from mapc.engine import resources
 
-    return importlib.resources.files(installed().specs).joinpath(f"{name}.yaml").read_text(encoding="utf-8")
+    return resources.read_text(installed().specs, f"{name}.yaml")
 
 
 @functools.cache
@@ -93,10 +102,61 @@ def program(name_or_path: str) -> Program:
     return compile_spec(load_spec(path))
 
 
+_TREES: dict[str, Any] = {}  # source -> its count tree (None: no format declares it), found so far
+
+
+class _CountTrees(Mapping[str, "Tree"]):
+    """The count tree of each residual source, found when a document names the source (`_tree_of`);
+    iterating makes the whole table."""
+
+    def __getitem__(self, source: str) -> Tree:
+        if source not in _TREES:
+            _TREES[source] = _tree_of(source)
+        tree = _TREES[source]
+        if tree is None:
+            raise KeyError(source)
+        return tree  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_all_count_trees())
+
+    def __len__(self) -> int:
+        return len(_all_count_trees())
+
+
+def _tree_of(source: str) -> Tree | None:
+    """The tree of the shipped spec that declares `source` (compiled then, as running it would be),
+    else of the codec that writes it, else None.  A source belongs to one format."""
+    from mapc.engine import codecs
+
+    name = _declared_sources().get(source)
+    if name is not None:
+        return program(name).count_tree
+    return codecs.count_trees().get(source)
+
+
 @functools.cache
-def count_trees() -> dict[str, Tree]:
+def _declared_sources() -> dict[str, str]:
+    """Residual source -> the shipped spec declaring it, read from the specs' data (as the spec reader
+    reads `source`, whose default is the name) without compiling them."""
+    from mapc.engine.spec import parse_yaml
+
+    out: dict[str, str] = {}
+    for name in _shipped():
+        data, _ = parse_yaml(f"{name}.yaml", spec_text(name))
+        if type(data) is dict:
+            out.setdefault(str(data.get("source", data.get("name", name))), name)
+    return out
+
+
+def count_trees() -> Mapping[str, Tree]:
     """Unknown-key count normalization per source, from the shipped specs' declared arrays and the
-    codecs' own trees."""
+    codecs' own trees; each tree is made when a document first names its source."""
+    return _CountTrees()
+
+
+@functools.cache
+def _all_count_trees() -> dict[str, Tree]:
     from mapc.engine import codecs
 
     trees = {program(name).spec.source: program(name).count_tree for name in shipped_names()}
@@ -106,9 +166,14 @@ def count_trees() -> dict[str, Tree]:
 
 @functools.cache
 def aliases() -> dict[str, str]:
-    """Other names of the shipped formats (a spec's `aliases:`), e.g. a long form of its name."""
+    """Other names of the shipped formats (a spec's `aliases:`), e.g. a long form of its name; read from
+    each spec's data (parsed once, or taken from the spec cache), as the spec reader reads them."""
+    from mapc.engine.spec import parse_yaml
+
     out: dict[str, str] = {}
     for name in shipped_names():
-        for alias in program(name).spec.aliases:
-            out[alias] = name
+        data, _ = parse_yaml(f"{name}.yaml", spec_text(name))
+        listed = data.get("aliases") if type(data) is dict else None
+        for alias in listed or ():
+            out[str(alias)] = name
     return out

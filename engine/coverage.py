@@ -16,9 +16,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mapc.engine import envelope, pointer, run, stream
+from mapc.engine import envelope, pointer, run
 from mapc.engine.compile import Program
-from mapc.engine.convert import input_problems, read_units, whole_file
+from mapc.engine.convert import input_problems, read_units
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.program import Context, Frame, Rule, Scope, Source, get_in, pointer_text
 from mapc.engine.residual import normalize
@@ -129,7 +129,7 @@ def measure(program: Program, inputs: Iterable[tuple[str, bytes, bool]]) -> Cove
     for name, data, jsonl in inputs:
         report.files += 1
         try:
-            units = read_units(data, jsonl=jsonl, rows=whole_file(program))
+            units = read_units(data, jsonl=jsonl, rows=program.spec.rows is not None)
         except MapcError as exc:
             report.failures.extend((name, p) for p in exc.problems)
             continue
@@ -139,8 +139,6 @@ def measure(program: Program, inputs: Iterable[tuple[str, bytes, bool]]) -> Cove
                 problems = input_problems(program, doc)
                 if problems:
                     raise MapcError(problems)
-                if program.spec.stream is not None:
-                    doc = stream.group(program.spec.stream, doc)
                 mapped = run.forward(program, doc)
             except MapcError as exc:
                 report.failures.extend((name, unit.locate(p)) for p in exc.problems)

@@ -31,6 +31,19 @@ _ACTF_METRIC_NONE = dict.fromkeys(_ACTF_METRIC_KEYS)  # copied, never changed
 _EPOCH_TEXT = "1970-01-01 00:00:00+00:00"
 
 
+@register("actf_member_key", 4)
+def actf_member_key(trajectory: Any, session: Any, parent: Any, children: Any) -> Any:
+    """The attempt key of a tree member without an attempt id: its trajectory, else its session.
+    Subagents that share their parent's session group into one task; outside a tree, several
+    Storylines without attempt ids stay an error (REFERENCE §1.3)."""
+    if parent is MISSING and children is MISSING:
+        return MISSING
+    for value in (trajectory, session):
+        if type(value) is str and value:
+            return value
+    return MISSING
+
+
 @register("actf_session", 3)
 def actf_session(task_id: Any, attempt: Any, attempts: Any) -> Any:
     """The Storyline session of an attempt: the task id alone, or ``{task_id}#attempt-{a}`` when
@@ -396,5 +409,6 @@ from mapc.mappings import openai_chat  # noqa: E402,F401,I001  (registers the ch
 from mapc.mappings import openai_msg  # noqa: E402,F401  (registers the OpenAI functions)
 from mapc.mappings import codex  # noqa: E402,F401  (registers the Codex rollout functions)
 from mapc.mappings import atif_harbor  # noqa: E402
+from mapc.mappings import claude_code  # noqa: E402,F401  (registers the Claude Code functions)
 
 register("atif_extension_slots", 2)(atif_harbor.extension_slots)
