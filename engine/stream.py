@@ -10,7 +10,14 @@ apart by one key (`type`).  A spec says, as data, for each kind (`records:`, the
   `{const: V, to: Q}`, `{call: fn, to: Q, back: fn}` a named function of the record and, back, of
   the turn); `back_when: {storyline pointer: value}` says which turns the reverse writes as this
   kind; `paired: true`: its results join the turns whose calls they answer (engine/pairing.py);
-- `turn: false` (or no entry at all: a kind from a newer version): the record is kept whole.
+- `turn: false` (or no entry at all: a kind from a newer version): the record is kept whole;
+  with `attach: next` or `attach: previous` its `rules` also lend values to the turn after or
+  before it (`attach_when: {storyline pointer: value}`: only to such a turn), forward only: a
+  Codex `turn_context` is the next turn's env, its token counts the previous turn's metrics;
+- `head: fn`: the reverse of a Storyline from elsewhere writes this kind's record first, `fn(story)`
+  (a session's meta record);
+- `order: {pointer: [keys]}`: the key order of inner objects, and their known keys (any other is
+  counted as unknown, as a record key outside `keys` is).
 
 Threading (engine/thread.py) decides which records are the active branch; records of other
 branches are kept whole.  `story:` rules fill the Storyline's own fields from the records (the
@@ -77,6 +84,9 @@ class Entry:
     rules: tuple[Rule, ...]
     back_when: tuple[tuple[Tokens, Any], ...]
     nested: tuple[tuple[Tokens, tuple[str, ...]], ...] = ()  # `order`: key order of inner objects
+    attach: str | None = None  # a kept record lends its rules' values to the "next"/"previous" turn
+    attach_when: tuple[tuple[Tokens, Any], ...] = ()  # … only to a turn holding these values
+    head: str | None = None  # the reverse of a foreign Storyline writes this record first: fn(story)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +193,20 @@ def _conditions(value: Any, where: str, fail: Any) -> tuple[tuple[Tokens, Any], 
 
 
 def _entry(item: Any, where: str, fail: Any) -> Entry | None:
-    known = {"type", "when", "test", "keys", "order", "turn", "paired", "rules", "back_when"}
+    known = {
+        "type",
+        "when",
+        "test",
+        "keys",
+        "order",
+        "turn",
+        "paired",
+        "rules",
+        "back_when",
+        "attach",
+        "attach_when",
+        "head",
+    }
     if not isinstance(item, dict) or not isinstance(item.get("type"), str):
         fail(where, "a record kind is a mapping with a string `type`")
         return None
@@ -204,6 +227,14 @@ def _entry(item: Any, where: str, fail: Any) -> Entry | None:
             fail(f"{where}/order", "`order` maps a pointer to the list of its object's keys, in order")
         else:
             nested.append((tokens, tuple(names)))
+    attach = item.get("attach")
+    if attach is not None and (attach not in ("next", "previous") or item.get("turn")):
+        fail(f"{where}/attach", "`attach` is next or previous, for a record kind that is not a turn")
+        attach = None
+    head = item.get("head")
+    if head is not None and (not isinstance(head, str) or item.get("turn")):
+        fail(f"{where}/head", "`head` names a registered function, for a record kind that is not a turn")
+        head = None
     rules = []
     for n, r in enumerate(item.get("rules") or []):
         rule = _rule(r, f"{where}/rules/{n}", fail)
@@ -220,6 +251,9 @@ def _entry(item: Any, where: str, fail: Any) -> Entry | None:
         tuple(rules),
         _conditions(item.get("back_when"), f"{where}/back_when", fail),
         tuple(nested),
+        attach,
+        _conditions(item.get("attach_when"), f"{where}/attach_when", fail),
+        head,
     )
 
 
@@ -485,6 +519,12 @@ def _count(spec: StreamSpec, entry: Entry | None, record: dict[str, Any], found:
         for k in record:
             if k not in entry.keys:
                 found.unknown_keys[f"{entry.type}/{k}"] += 1
+    if entry is not None:
+        for at, names in entry.nested:
+            inner = pointer.resolve(record, at)
+            for k in inner if type(inner) is dict else ():
+                if k not in names:
+                    found.unknown_keys[f"{entry.type}{pointer.format(at)}/{k}"] += 1
     if spec.version_at is not None:
         v = pointer.resolve(record, spec.version_at)
         if type(v) is str and spec.checked and v not in spec.checked:
@@ -507,11 +547,16 @@ def forward(spec: StreamSpec, doc: Any) -> tuple[dict[str, Any], dict[str, Any],
     fields: dict[str, Any] = {}
     turns: list[dict[str, Any]] = []
     owner: dict[str, int] = {}
+    lending: list[tuple[Entry, dict[str, Any]]] = []  # `attach: next` records waiting for their turn
     for i, (record, entry) in enumerate(zip(records, entries, strict=True)):
         _count(spec, entry, record, found)
         here = f"/{i}"
         if entry is None or not entry.turn:
             fields[here] = record
+            if entry is not None and entry.attach == "next" and i in active:
+                lending.append((entry, record))
+            elif entry is not None and entry.attach == "previous" and turns and i in active:
+                turns[-1] = _lend(entry, record, turns[-1])
             continue
         if i not in active:
             fields[here] = record
@@ -520,7 +565,14 @@ def forward(spec: StreamSpec, doc: Any) -> tuple[dict[str, Any], dict[str, Any],
         group = pointer.resolve(record, spec.thread.group) if spec.thread and spec.thread.group else MISSING
         turn = build(entry, record, last_of.get(group, i) == i)
         items = pairing.results(spec.pair, turn) if spec.pair and entry.paired else []
-        if items and all(pairing.result_id(spec.pair, it) in owner for it in items):
+        answered = (
+            bool(items) and spec.pair is not None and all(pairing.result_id(spec.pair, it) in owner for it in items)
+        )
+        if entry.paired and not answered and "src" not in turn:
+            fields[here] = record  # a result that answers no earlier call and makes no turn of its own
+            found.kept_whole += 1
+            continue
+        if answered:
             assert spec.pair is not None
             pseudo = pairing.with_results(spec.pair, {}, items)
             kept, whole = diff(record, rebuild(spec, entry, pseudo))
@@ -541,6 +593,9 @@ def forward(spec: StreamSpec, doc: Any) -> tuple[dict[str, Any], dict[str, Any],
             found.kept_whole += 1
             continue
         fields.update({here + k: v for k, v in kept.items()})
+        for lender, lent in lending:
+            turn = _lend(lender, lent, turn)
+        lending = []
         turns.append(turn)
         if spec.pair is not None:
             for tcid in pairing.call_ids(spec.pair, turn):
@@ -548,6 +603,14 @@ def forward(spec: StreamSpec, doc: Any) -> tuple[dict[str, Any], dict[str, Any],
     story = _story(spec, [records[i] for i in sorted(active)] or records)
     story["turns"] = [{"id": n, **t} for n, t in enumerate(turns, start=1)]
     return story, fields, found
+
+
+def _lend(entry: Entry, record: dict[str, Any], turn: dict[str, Any]) -> dict[str, Any]:
+    """`turn` with the values a kept record's rules give it (`attach`), if the turn is one it lends to."""
+    if not _matches(entry.attach_when, turn):
+        return turn
+    lent = build(entry, record)
+    return _merge(turn, lent) if lent else turn
 
 
 def _story(spec: StreamSpec, records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -707,7 +770,9 @@ def _turn_record(spec: StreamSpec, turn: dict[str, Any], n: int, fallback: Entry
 def _written(spec: StreamSpec, story: dict[str, Any], n: int) -> list[Any]:
     """A Storyline from elsewhere: each turn a record, its results as result records after it."""
     session = str(story.get("session", ""))
-    records: list[dict[str, Any]] = []
+    records: list[dict[str, Any]] = [
+        _put(_fn(e.head)(story), spec.type, e.type) for e in spec.entries if e.head is not None
+    ]
     paired = next((e for e in spec.entries if e.paired), None)
     for t, turn in enumerate(story.get("turns") or []):
         if type(turn) is not dict:
@@ -720,7 +785,8 @@ def _written(spec: StreamSpec, story: dict[str, Any], n: int) -> list[Any]:
                 raise MapcError.single(
                     "export.unrepresentable", f"/{n}/turns/{t}/observation/results/{k}", "a result must be an object"
                 )
-            records.append(rebuild(spec, paired, pairing.with_results(spec.pair, {}, [item])))
+            at = {"ts": turn["ts"]} if "ts" in turn else {}  # a result record is written at its turn's time
+            records.append(rebuild(spec, paired, pairing.with_results(spec.pair, at, [item])))
     every = [r for r in spec.story if r.every and r.op == "copy"]
     previous: Any = None
     for k, record in enumerate(records):

@@ -1,16 +1,18 @@
-"""Codex CLI rollouts: the named functions `codex.yaml` calls (roles, a message's content items,
-one record's tool call, and the values promoted from records kept whole)."""
+"""Codex CLI rollouts: the named functions `codex.yaml` calls (a record's turn and back, its
+output, and the values kept records lend to turns)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from mapc.engine.functions import register
+from mapc.engine.functions import register, rfc3339_text
 from mapc.engine.values import MISSING
 from mapc.mappings.openai_chat import json_text_value, json_value_text
 
 _SRC = {"user": "user", "assistant": "agent", "developer": "system", "system": "system"}
 _ROLE = {"user": "user", "agent": "assistant", "system": "developer"}
+_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
+_OUTPUTS = ("function_call_output", "custom_tool_call_output")
 _USAGE = (
     ("prompt_tokens", "input_tokens"),
     ("completion_tokens", "output_tokens"),
@@ -18,65 +20,98 @@ _USAGE = (
 )
 
 
-def _texts(parts: Any, kinds: Any) -> list[str] | None:
+def _payload(record: Any) -> dict[str, Any]:
+    p = record.get("payload") if type(record) is dict else None
+    return p if type(p) is dict else {}
+
+
+def _ts(turn: Any) -> Any:
+    """A record's timestamp: the turn's, as RFC 3339 text (a turn from elsewhere may have none)."""
+    ts = rfc3339_text(turn.get("ts", MISSING))
+    return ts if type(ts) is str else "1970-01-01T00:00:00.000Z"
+
+
+def _texts(parts: Any, kinds: tuple[str, ...]) -> list[str] | None:
     ok = type(parts) is list and parts and all(type(p) is dict and set(p) == {"type", "text"} for p in parts)
     return (
         [p["text"] for p in parts] if ok and all(p["type"] in kinds and type(p["text"]) is str for p in parts) else None
     )
 
 
-@register("codex_item", 2)
-def codex_item(rtype: Any, ptype: Any) -> Any:
-    """A record's type when the turn does not say it (not a message, not a function call)."""
-    if rtype == "response_item" and ptype in ("message", "function_call"):
-        return MISSING
-    return ptype if rtype == "response_item" and type(ptype) is str else rtype
+@register("codex_is_turn", 1)
+def codex_is_turn(record: Any) -> bool:
+    return _payload(record).get("type") in ("message", *_CALLS)
 
 
-@register("codex_types", 2)
-def codex_types(item: Any, tool_calls: Any) -> Any:
-    """`type` and `payload.type` back (codex_item's inverse)."""
-    if item is MISSING:
-        return "response_item", "function_call" if tool_calls else "message"
-    return (item, MISSING) if item == "compacted" else ("response_item", item)
+@register("codex_is_output", 1)
+def codex_is_output(record: Any) -> bool:
+    return _payload(record).get("type") in _OUTPUTS
 
 
-@register("codex_src", 2)
-def codex_src(rtype: Any, role: Any) -> Any:
-    """A turn's source: a message's role (developer reads as system); agent for a call."""
-    if rtype == "compacted":
-        return "system"
-    return "agent" if role is MISSING else _SRC.get(role, role) if type(role) is str else role
+@register("codex_session", 1)
+def codex_session(record: Any) -> Any:
+    return _payload(record).get("id", MISSING) if record.get("type") == "session_meta" else MISSING
 
 
-@register("codex_role", 3)
-def codex_role(src: Any, item: Any, tool_calls: Any) -> Any:
-    """A message's role back (none for calls and compactions)."""
-    return MISSING if item is not MISSING or tool_calls else _ROLE.get(src, src) if type(src) is str else src
+@register("codex_started", 1)
+def codex_started(record: Any) -> Any:
+    return _payload(record).get("timestamp", MISSING) if record.get("type") == "session_meta" else MISSING
 
 
-@register("codex_msg", 2)
-def codex_msg(content: Any, message: Any) -> Any:
-    """A turn's message: text items as text (parts when several), a compaction's summary, "" for a call."""
-    texts = _texts(content, ("input_text", "output_text"))
-    if type(message) is str or content is MISSING:
-        return message if type(message) is str else ""
-    return content if texts is None else texts[0] if len(texts) == 1 else [{"type": "text", "text": t} for t in texts]
+@register("codex_turn", 1)
+def codex_turn(record: Any) -> Any:
+    """A message (role → src; text items as text, several as text parts) or a call (one tool call:
+    JSON arguments decoded, a custom tool's text as {"input": text}, a shell action)."""
+    p = _payload(record)
+    if p.get("type") == "message":
+        role, content = p.get("role"), p.get("content")
+        texts = _texts(content, ("input_text", "output_text"))
+        msg = (
+            content if texts is None else texts[0] if len(texts) == 1 else [{"type": "text", "text": t} for t in texts]
+        )
+        return {"src": _SRC.get(role, role) if type(role) is str else role, "msg": msg}
+    kind, name = p.get("type"), p.get("name", "local_shell")
+    args = (
+        p["action"]
+        if kind == "local_shell_call"
+        else {"input": p.get("input")}
+        if kind == "custom_tool_call"
+        else json_text_value(p.get("arguments"))
+    )
+    turn = {"src": "agent", "msg": "", "tool_calls": [{"tcid": p.get("call_id"), "fn": name, "args": args}]}
+    return {**turn, "extra": {"codex_item": kind}} if kind != "function_call" else turn
 
 
-@register("codex_content", 4)
-def codex_content(msg: Any, src: Any, item: Any, tool_calls: Any) -> Any:
-    """`content` (a message) and `message` (a compaction) back from a turn's message."""
-    if item == "compacted" or item is not MISSING or tool_calls or msg is MISSING:
-        return MISSING, msg if item == "compacted" else MISSING
+@register("codex_turn_back", 1)
+def codex_turn_back(turn: Any) -> Any:
+    """The record of a turn: a message, or a call of its first tool call."""
+    kind = (
+        (turn.get("extra") or {}).get("codex_item", "function_call")
+        if type(turn.get("extra")) is dict
+        else "function_call"
+    )
+    calls = turn.get("tool_calls")
+    if type(calls) is list and calls and type(calls[0]) is dict:
+        c = calls[0]
+        p: dict[str, Any] = {"type": kind, "call_id": c.get("tcid")}
+        if kind == "local_shell_call":
+            p["action"] = c.get("args")
+        elif kind == "custom_tool_call" and type(c.get("args")) is dict and set(c["args"]) == {"input"}:
+            p.update(name=c.get("fn"), input=c["args"]["input"])
+        else:
+            p.update(type="function_call", name=c.get("fn"), arguments=json_value_text(c.get("args")))
+        return {"timestamp": _ts(turn), "payload": p}
+    msg, src = turn.get("msg"), turn.get("src")
     kind = "output_text" if src == "agent" else "input_text"
-    return (
+    content = (
         [{"type": kind, "text": msg}]
         if type(msg) is str
-        else [_item(p, kind) for p in msg]
+        else [_item(x, kind) for x in msg]
         if type(msg) is list
         else msg
-    ), MISSING
+    )
+    role = _ROLE.get(src, src) if type(src) is str else src
+    return {"timestamp": _ts(turn), "payload": {"type": "message", "role": role, "content": content}}
 
 
 def _item(part: Any, kind: str) -> Any:
@@ -89,73 +124,76 @@ def _item(part: Any, kind: str) -> Any:
     )
 
 
-@register("codex_tool_calls", 5)
-def codex_tool_calls(call_id: Any, name: Any, arguments: Any, text: Any, action: Any) -> Any:
-    """A call record's tool call: JSON arguments decoded, free text as {"input": text}, a shell action."""
-    if call_id is MISSING:
-        return MISSING
-    if action is not MISSING:
-        return [{"tcid": call_id, "fn": "local_shell" if name is MISSING else name, "args": action}]
-    args = {"input": text} if text is not MISSING else None if arguments is MISSING else json_text_value(arguments)
-    return [{"tcid": call_id, "fn": name, "args": args}]
+@register("codex_compacted", 1)
+def codex_compacted(record: Any) -> Any:
+    return {"src": "system", "msg": _payload(record).get("message"), "extra": {"codex_item": "compacted"}}
 
 
-@register("codex_call_parts", 2)
-def codex_call_parts(tool_calls: Any, item: Any) -> Any:
-    """`call_id`, `name`, `arguments`, `input`, `action` back from a turn's tool call."""
-    c = tool_calls[0] if type(tool_calls) is list and tool_calls and type(tool_calls[0]) is dict else {}
-    tcid, fn, args = c.get("tcid", MISSING), c.get("fn", MISSING), c.get("args", MISSING)
-    if not c:
-        return (MISSING,) * 5
-    if item == "local_shell_call":
-        return tcid, MISSING if fn == "local_shell" else fn, MISSING, MISSING, args
-    if item == "custom_tool_call" and type(args) is dict and set(args) == {"input"}:
-        return tcid, fn, MISSING, args["input"], MISSING
-    return tcid, fn, json_value_text(args), MISSING, MISSING
+@register("codex_compacted_back", 1)
+def codex_compacted_back(turn: Any) -> Any:
+    return {"timestamp": _ts(turn), "payload": {"message": turn.get("msg")}}
 
 
-def _payloads(records: Any) -> list[dict[str, Any]]:
-    ps = [r.get("payload") for r in records if type(r) is dict] if type(records) is list else []
-    return [p for p in ps if type(p) is dict]
+@register("codex_output", 1)
+def codex_output(record: Any) -> Any:
+    """A call's output as an observation result (joined to the call's turn by call_id)."""
+    p = _payload(record)
+    result = {"source_call_id": p.get("call_id"), "content": p.get("output")}
+    if p.get("type") != "function_call_output":
+        result["extra"] = {"codex_item": p.get("type")}
+    return {"observation": {"results": [result]}}
 
 
-@register("codex_reason", 3)
-def codex_reason(reasoning: Any, role: Any, call_id: Any) -> Any:
-    """An agent turn's reasoning: the summaries and raw text of the reasoning records before it."""
-    agent = role == "assistant" or (role is MISSING and call_id is not MISSING)
+@register("codex_output_back", 1)
+def codex_output_back(turn: Any) -> Any:
+    (r,) = turn["observation"]["results"]
+    kind = (
+        (r.get("extra") or {}).get("codex_item", "function_call_output")
+        if type(r.get("extra")) is dict
+        else "function_call_output"
+    )
+    payload = {"type": kind, "call_id": r.get("source_call_id"), "output": r.get("content")}
+    return {"timestamp": _ts(turn), "payload": payload}
+
+
+@register("codex_reason", 1)
+def codex_reason(record: Any) -> Any:
+    """Reasoning text: the summaries and raw text (encrypted content has none; it rides in the record)."""
+    p = _payload(record)
     texts = [
         x["text"]
-        for p in _payloads(reasoning)
         for k in ("summary", "content")
         for x in p.get(k) or ()
         if type(x) is dict and type(x.get("text")) is str
     ]
-    return "\n\n".join(texts) if texts and agent else MISSING
+    return "\n\n".join(texts) if texts else MISSING
 
 
 @register("codex_env", 1)
-def codex_env(context: Any) -> Any:
-    """A turn's environment: the last turn context before it (its turn id; its settings as state)."""
-    p = (_payloads(context) or [MISSING])[-1]
-    turn = {"id": p["turn_id"]} if p is not MISSING and type(p.get("turn_id")) is str else {}
-    return MISSING if p is MISSING else {"event_type": "turn_context", "state": p, **turn}
+def codex_env(record: Any) -> Any:
+    """A turn context as the env of the turn after it: its settings as state, its turn id."""
+    p = _payload(record)
+    return {"event_type": "turn_context", "state": p, **({"id": p["turn_id"]} if type(p.get("turn_id")) is str else {})}
 
 
-@register("codex_metrics", 3)
-def codex_metrics(events: Any, role: Any, call_id: Any) -> Any:
-    """An agent turn's tokens: `last_token_usage` of the last token_count after it, OpenAI semantics
-    (input includes cached, output includes reasoning); what ATIF has no field for goes to extra."""
-    counts = [p["info"] for p in _payloads(events) if p.get("type") == "token_count" and type(p.get("info")) is dict]
-    last = counts[-1].get("last_token_usage") if counts else None
-    if type(last) is not dict or not (role == "assistant" or (role is MISSING and call_id is not MISSING)):
+@register("codex_metrics", 1)
+def codex_metrics(record: Any) -> Any:
+    """A token_count's `last_token_usage` as metrics, OpenAI semantics (input includes cached,
+    output includes reasoning); what ATIF has no field for goes to extra."""
+    p = _payload(record)
+    info = p.get("info") if p.get("type") == "token_count" else None
+    last = info.get("last_token_usage") if type(info) is dict else None
+    if type(last) is not dict:
         return MISSING
     out = {k: last[s] for k, s in _USAGE if last.get(s) is not None}
     extra = {k: v for k, v in last.items() if k not in {s for _, s in _USAGE}}
     return {**out, "extra": extra} if extra else out
 
 
-@register("codex_model", 1)
-def codex_model(items: Any) -> Any:
-    """The model of the first turn context (later ones are in each turn's env)."""
-    ctx = [p for e in items if type(e) is dict for p in _payloads(e.get("context"))] if type(items) is list else []
-    return next((p["model"] for p in ctx if type(p.get("model")) is str), MISSING)
+@register("codex_session_meta", 1)
+def codex_session_meta(story: Any) -> Any:
+    """The session_meta record a rollout written from another format starts with."""
+    agent = story.get("agent") or {}
+    meta = {"id": story.get("session"), "timestamp": story.get("started_at") or "1970-01-01T00:00:00.000Z"}
+    meta.update(cwd="", originator=agent.get("name") or "mapc", cli_version=agent.get("ver") or "")
+    return {"timestamp": meta["timestamp"], "payload": meta}

@@ -557,9 +557,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--python", default="python3.12", help="a Python >= 3.12 for Harbor's venv")
     parser.add_argument("--venv", default=str(Path.home() / ".cache" / "mapc-harbor-venv"))
+    parser.add_argument(
+        "--only",
+        metavar="PREFIX",
+        help="re-record only the documents named PREFIX… (e.g. mapc/codex); keep the others as recorded",
+    )
     args = parser.parse_args()
     items = corpus()
-    seen: set[bytes] = set()
+    kept: list[dict[str, Any]] = []
+    if args.only:
+        with open(HERE / "verdicts.jsonl", encoding="utf-8") as f:
+            kept = [r for r in map(json.loads, f) if not r["name"].startswith(args.only)]
+        items = [(n, d) for n, d in items if n.startswith(args.only)]
+    seen: set[bytes] = {json.dumps(r["doc"], sort_keys=True).encode() for r in kept}
     unique = []
     for name, doc in items:
         key = json.dumps(doc, sort_keys=True).encode()
@@ -577,12 +587,17 @@ def main() -> None:
     )
     verdicts = [json.loads(line) for line in done.stdout.splitlines()]
     with open(HERE / "verdicts.jsonl", "w", encoding="utf-8") as f:
+        for row in kept:
+            f.write(json.dumps(row))
+            f.write("\n")
         for (name, doc), v in zip(unique, verdicts, strict=True):
             assert v["name"] == name
             f.write(json.dumps({"name": name, "doc": doc, **{k: v[k] for k in ("valid", "errors", "harbor")}}))
             f.write("\n")
     valid = sum(v["valid"] for v in verdicts)
     print(f"{len(verdicts)} documents, {valid} valid, {len(verdicts) - valid} invalid (Harbor {verdicts[0]['harbor']})")
+    if kept:
+        print(f"{len(kept)} other documents kept as recorded")
 
 
 if __name__ == "__main__":
