@@ -2,13 +2,13 @@
 
 Written the way a competent user would write it (dicts, loops, orjson) for the rollouts
 `rows_codex.py` generates: the session_meta gives the session and the agent; each message and
-function call is a turn (the turn_context and reasoning records before it and the outputs, paired
-by call_id, and events after it join it: reasoning text, env, token counts); the records it joins
-ride whole in the turn's `extra`, as mapc keeps them.  The reverse writes the records back in the
-order Codex wrote them on this corpus.
+function call is a turn; each output joins its call's turn by call_id; the session_meta,
+turn_context, reasoning and event records are kept whole at their line (as mapc keeps them) and
+lend the next / previous turn its env, reasoning text and token counts.  The reverse puts every
+record back at its line.
 
-It is a baseline, not product code: it trusts its input (no validation, no envelope, no residuals,
-no layout for records in another order, no unknown record types).
+It is a baseline, not product code: it trusts its input (no validation, no envelope, no unknown keys, no
+unknown record types, no records of other kinds).
 
     forward_bytes(open("rollout.jsonl", "rb").read())   # → Storyline JSON (an array of one)
     reverse_bytes(storyline_bytes)                      # → JSONL
@@ -29,135 +29,131 @@ USAGE = (
 )
 
 
-def _turn(n: int, rec: dict[str, Any], joined: dict[str, list[Any]]) -> dict[str, Any]:
+def _turn(rec: dict[str, Any]) -> dict[str, Any]:
     p = rec["payload"]
-    turn: dict[str, Any] = {"id": n + 1, "ts": rec["timestamp"]}
-    agent = p["type"] == "function_call" or p.get("role") == "assistant"
+    turn: dict[str, Any] = {"ts": rec["timestamp"]}
     if p["type"] == "function_call":
         turn.update(src="agent", msg="")
         turn["tool_calls"] = [{"tcid": p["call_id"], "fn": p["name"], "args": orjson.loads(p["arguments"])}]
     else:
-        turn["src"] = SRC[p["role"]]
         texts = [c["text"] for c in p["content"]]
-        turn["msg"] = texts[0] if len(texts) == 1 else [{"type": "text", "text": t} for t in texts]
-    extra: dict[str, Any] = {}
-    for key, name in (("context", "codex_context"), ("reasoning", "codex_reasoning"), ("events", "codex_events")):
-        if joined.get(key):
-            extra[name] = joined[key]
-    if joined.get("context"):
-        state = joined["context"][-1]["payload"]
-        turn["env"] = {
-            "event_type": "turn_context",
-            "state": state,
-            **({"id": state["turn_id"]} if "turn_id" in state else {}),
-        }
-    texts = [
-        x["text"]
-        for r in joined.get("reasoning", ())
-        for k in ("summary", "content")
-        for x in r["payload"].get(k) or ()
-    ]
-    if texts and agent:
-        turn["reason"] = "\n\n".join(texts)
-    counts = [
-        e["payload"]["info"]
-        for e in joined.get("events", ())
-        if e["payload"]["type"] == "token_count" and e["payload"].get("info")
-    ]
-    if counts and agent:
-        last = counts[-1]["last_token_usage"]
-        metrics = {k: last[s] for k, s in USAGE if last.get(s) is not None}
-        rest = {k: v for k, v in last.items() if k not in {s for _, s in USAGE}}
-        turn["metrics"] = {**metrics, "extra": rest} if rest else metrics
-    if joined.get("outputs"):
-        turn["observation"] = {
-            "results": [
-                {
-                    "source_call_id": o["payload"]["call_id"],
-                    "content": o["payload"]["output"],
-                    "extra": {"codex_ts": o["timestamp"], "codex_item": o["payload"]["type"]},
-                }
-                for o in joined["outputs"]
-            ]
-        }
-    if extra:
-        turn["extra"] = extra
+        turn.update(
+            src=SRC[p["role"]], msg=texts[0] if len(texts) == 1 else [{"type": "text", "text": t} for t in texts]
+        )
     return turn
 
 
-def forward(records: list[dict[str, Any]]) -> dict[str, Any]:
-    meta = records[0]["payload"]
-    items: list[tuple[dict[str, Any], dict[str, list[Any]]]] = []
-    pending: dict[str, list[Any]] = {}
+def _metrics(p: dict[str, Any]) -> dict[str, Any] | None:
+    last = (p.get("info") or {}).get("last_token_usage") if p["type"] == "token_count" else None
+    if not last:
+        return None
+    out = {k: last[s] for k, s in USAGE if last.get(s) is not None}
+    rest = {k: v for k, v in last.items() if k not in {s for _, s in USAGE}}
+    return {**out, "extra": rest} if rest else out
+
+
+def forward(records: list[dict[str, Any]], document_id: str = "session.jsonl") -> dict[str, Any]:
+    """The Storyline of a rollout: records that make no turn are kept whole at their line; an
+    output keeps its time and its call_id (where the reverse puts it back)."""
+    fields: dict[str, Any] = {}
+    turns: list[dict[str, Any]] = []
+    lend: dict[str, Any] = {}
     calls: dict[str, int] = {}
-    for rec in records[1:]:
+    for i, rec in enumerate(records):
         t, p = rec["type"], rec["payload"]
         kind = p["type"] if t == "response_item" else t
         if kind in ("message", "function_call"):
-            items.append((rec, pending))
-            pending = {}
+            turn = _turn(rec)
+            if "env" in lend:
+                turn["env"] = lend.pop("env")
+            if "reason" in lend and turn["src"] == "agent":
+                turn["reason"] = lend.pop("reason")
+            lend = {}
+            turns.append(turn)
             if kind == "function_call":
-                calls[p["call_id"]] = len(items) - 1
-        elif kind in ("turn_context", "reasoning"):
-            pending.setdefault("context" if kind == "turn_context" else "reasoning", []).append(rec)
+                calls[p["call_id"]] = len(turns) - 1
         elif kind == "function_call_output":
-            items[calls[p["call_id"]]][1].setdefault("outputs", []).append(rec)
+            fields[f"/{i}/timestamp"] = rec["timestamp"]
+            fields[f"/{i}/payload/call_id"] = p["call_id"]
+            owner = turns[calls[p["call_id"]]]
+            owner.setdefault("observation", {"results": []})["results"].append(
+                {"source_call_id": p["call_id"], "content": p["output"]}
+            )
         else:
-            items[-1][1].setdefault("events", []).append(rec)
-    model = next((c["payload"]["model"] for _, j in items for c in j.get("context", ())), None)
+            fields[f"/{i}"] = rec
+            if kind == "turn_context":
+                lend["env"] = {
+                    "event_type": "turn_context",
+                    "state": p,
+                    **({"id": p["turn_id"]} if "turn_id" in p else {}),
+                }
+            elif kind == "reasoning":
+                texts = [x["text"] for k in ("summary", "content") for x in p.get(k) or ()]
+                if texts:
+                    lend["reason"] = "\n\n".join(texts)
+            elif kind == "event_msg" and turns and turns[-1]["src"] == "agent" and (m := _metrics(p)) is not None:
+                turns[-1]["metrics"] = m
+    meta = records[0]["payload"]
+    model = next((r["payload"]["model"] for r in records if r["type"] == "turn_context"), None)
     agent = {
         "id": "codex",
         "ver": meta["cli_version"],
         "name": meta["originator"],
-        "extra": {"instructions": meta["instructions"], "model_provider": meta["model_provider"]},
+        **({"model": model} if model else {}),
     }
-    if model:
-        agent["model"] = model
+    counts: dict[str, int] = {}
+    for ptr in fields:
+        star = "/*" + ptr[ptr.index("/", 1) :] if ptr.count("/") > 1 else "/*"
+        counts[star] = counts.get(star, 0) + 1
     return {
         "schema_version": "storyline/v1",
         "origin": {"format": "codex"},
         "agent": agent,
         "session": meta["id"],
-        "meta": {"codex": {"recorded_at": records[0]["timestamp"], "source": meta["source"]}},
         "started_at": meta["timestamp"],
-        "task": {"env": {"state": {"cwd": meta["cwd"]}}},
-        "turns": [_turn(n, rec, joined) for n, (rec, joined) in enumerate(items)],
+        "finished_at": records[-1]["timestamp"],
+        "turns": [{"id": n, **t} for n, t in enumerate(turns, start=1)],
+        "unknown_fields": {"sources": {"codex": {"source_document_id": document_id, "fields": fields}}},
+        "unknown_key_counts": {"codex": counts},
     }
 
 
 def reverse(story: dict[str, Any]) -> list[dict[str, Any]]:
-    agent, codex = story["agent"], story["meta"]["codex"]
-    meta = {
-        "id": story["session"],
-        "timestamp": story["started_at"],
-        "cwd": story["task"]["env"]["state"]["cwd"],
-        "originator": agent["name"],
-        "cli_version": agent["ver"],
-        "instructions": agent["extra"]["instructions"],
-        "source": codex["source"],
-        "model_provider": agent["extra"]["model_provider"],
-    }
-    out = [{"timestamp": codex["recorded_at"], "type": "session_meta", "payload": meta}]
-    for turn in story["turns"]:
-        extra = turn.get("extra", {})
-        out += extra.get("codex_context", []) + extra.get("codex_reasoning", [])
-        if turn.get("tool_calls"):
-            c = turn["tool_calls"][0]
-            p = {
-                "type": "function_call",
-                "name": c["fn"],
-                "arguments": orjson.dumps(c["args"]).decode(),
-                "call_id": c["tcid"],
-            }
+    """The records back: whole ones at their line, turns in order between them, each output where
+    its call_id says."""
+    fields = story["unknown_fields"]["sources"]["codex"]["fields"]
+    whole = {int(k[1:]): v for k, v in fields.items() if k.count("/") == 1}
+    marks = {int(k.split("/")[1]): v for k, v in fields.items() if k.endswith("/payload/call_id")}
+    times = {int(k.split("/")[1]): v for k, v in fields.items() if k.endswith("/timestamp")}
+    results = {r["source_call_id"]: r for t in story["turns"] for r in (t.get("observation") or {}).get("results", ())}
+    queue = list(story["turns"])
+    out = []
+    for i in range(len(whole) + len(marks) + len(queue)):
+        if i in whole:
+            out.append(whole[i])
+        elif i in marks:
+            r = results[marks[i]]
+            payload = {"type": "function_call_output", "call_id": marks[i], "output": r["content"]}
+            out.append({"timestamp": times[i], "type": "response_item", "payload": payload})
         else:
-            kind = "output_text" if turn["src"] == "agent" else "input_text"
-            parts = [turn["msg"]] if isinstance(turn["msg"], str) else [x["text"] for x in turn["msg"]]
-            p = {"type": "message", "role": ROLE[turn["src"]], "content": [{"type": kind, "text": t} for t in parts]}
-        out.append({"timestamp": turn["ts"], "type": "response_item", "payload": p})
-        for r in (turn.get("observation") or {}).get("results", []):
-            o = {"type": r["extra"]["codex_item"], "call_id": r["source_call_id"], "output": r["content"]}
-            out.append({"timestamp": r["extra"]["codex_ts"], "type": "response_item", "payload": o})
-        out += extra.get("codex_events", [])
+            turn = queue.pop(0)
+            if turn.get("tool_calls"):
+                c = turn["tool_calls"][0]
+                p = {
+                    "type": "function_call",
+                    "name": c["fn"],
+                    "arguments": orjson.dumps(c["args"]).decode(),
+                    "call_id": c["tcid"],
+                }
+            else:
+                kind = "output_text" if turn["src"] == "agent" else "input_text"
+                parts = [turn["msg"]] if isinstance(turn["msg"], str) else [x["text"] for x in turn["msg"]]
+                p = {
+                    "type": "message",
+                    "role": ROLE[turn["src"]],
+                    "content": [{"type": kind, "text": t} for t in parts],
+                }
+            out.append({"timestamp": turn["ts"], "type": "response_item", "payload": p})
     return out
 
 

@@ -109,8 +109,31 @@ def iter_lint_problems(spec: Spec) -> Iterator[Problem]:
     if spec.rows is not None:
         yield from _rows_problems(spec)
         return
+    if spec.stream is not None:
+        yield from _stream_problems(spec)
+        return
     analysis = _Analysis(spec)
     yield from analysis.problems()
+
+
+def _stream_problems(spec: Spec) -> Iterator[Problem]:
+    """An event stream maps by its record entries (engine/stream.py): every function they name
+    (`test`, a rule's `call` / `back`, `head`, a story rule's `call`) must exist and take one value."""
+    st = spec.stream
+    named = [(f"/document/stream/story/{n}", r.call) for n, r in enumerate(st.story) if r.call]
+    for n, e in enumerate(st.entries):
+        at = f"/document/stream/records/{n}"
+        named += [(at + "/test", e.test), (at + "/head", e.head)]
+        for k, r in enumerate(e.rules):
+            named += [(f"{at}/rules/{k}/call", r.call), (f"{at}/rules/{k}/back", r.back)]
+    for where, name in named:
+        if name is None:
+            continue
+        fn = functions.lookup(name)
+        if fn is None:
+            yield Problem("lint.unknown_function", where, f"unknown function {name!r}", spec.at)
+        elif fn.arity != 1:
+            yield Problem("lint.arity", where, f"{name!r} takes {fn.arity} arguments; a stream passes 1", spec.at)
 
 
 def _rows_problems(spec: Spec) -> Iterator[Problem]:
