@@ -271,6 +271,17 @@ def test_harbor_itself_accepted_the_atif_of_the_fixtures_and_of_generated_rollou
         assert plain(mapc.convert("codex", "atif", path.read_bytes(), jsonl=True, path=path.name)) == row["doc"]
 
 
+def test_spec_table_says_what_each_record_kind_becomes() -> None:
+    from click.testing import CliRunner
+
+    done = CliRunner().invoke(cli, ["spec", "table", "codex"])
+    assert done.exit_code == 0, done.output
+    rows = done.output.splitlines()
+    assert "| `turn_context` | kept whole; lends to the next turn | codex_env(record) | `/turns/{t}/env` |" in rows
+    assert any(r.startswith("| `response_item` (codex_is_output) | results joined") for r in rows)
+    assert rows[-1] == "Versions checked (`/payload/cli_version`): 0.46.0, 0.58.0, 0.63.0."
+
+
 # --- detection and the CLI --------------------------------------------------------------------------
 
 
