@@ -21,8 +21,9 @@ apart by one key (`type`).  A spec says, as data, for each kind (`records:`, the
 
 Threading (engine/thread.py) decides which records are the active branch; records of other
 branches are kept whole.  `story:` rules fill the Storyline's own fields from the records (the
-first, or `pick: last`, record that has the value); `every: true` says every record holds the
-value, so the reverse of a Storyline from elsewhere writes it into each record.
+first, or `pick: last`, record that has the value; with `when: {pointer: value}`, of the records
+holding those values); `every: true` says every record holds the value, so the reverse of a
+Storyline from elsewhere writes it into each record.
 
 Nothing is lost, by construction: after a record is mapped, the engine rebuilds it from its turn
 exactly as the reverse will, and keeps every value the rebuilt record does not give back as a
@@ -68,6 +69,7 @@ class Rule:
     pick: str = "first"  # story rules: the first or the last record with a value
     every: bool = False  # story rules: every record holds the value (written back to each)
     last_of_group: bool = False  # only the last record of its thread group maps it (`group: last`)
+    when: tuple[tuple[Tokens, Any], ...] = ()  # story rules: only records holding these values
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,7 +260,7 @@ def _entry(item: Any, where: str, fail: Any) -> Entry | None:
 
 
 def _rule(item: Any, where: str, fail: Any, story: bool = False) -> Rule | None:
-    known = {"from", "to", "const", "call", "back", *(("pick", "every") if story else ("group",))}
+    known = {"from", "to", "const", "call", "back", *(("pick", "every", "when") if story else ("group",))}
     if not isinstance(item, dict) or "to" not in item:
         fail(where, "a rule is a mapping with `to`")
         return None
@@ -281,8 +283,9 @@ def _rule(item: Any, where: str, fail: Any, story: bool = False) -> Rule | None:
         return None
     if "from" in item:
         src = _pointer(item["from"], f"{where}/from", fail)
+        when = _conditions(item.get("when"), f"{where}/when", fail)
         return (
-            Rule("copy", to, src or (), pick=item.get("pick", "first"), every=bool(item.get("every")))
+            Rule("copy", to, src or (), pick=item.get("pick", "first"), every=bool(item.get("every")), when=when)
             if src is not None
             else None
         )
@@ -621,6 +624,8 @@ def _story(spec: StreamSpec, records: list[dict[str, Any]]) -> dict[str, Any]:
             continue
         ordered = records if rule.pick == "first" else records[::-1]
         for record in ordered:
+            if not _matches(rule.when, record):
+                continue
             value = pointer.resolve(record, rule.src) if rule.op == "copy" else _fn(rule.call or "")(record)
             if value is not MISSING and value is not None:
                 story = _put(story, rule.to, value)

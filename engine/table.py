@@ -221,7 +221,8 @@ def _stream_markdown(spec: Spec) -> str:
     for r in st.story:
         src, dst = rule_cells(r, "")
         pick = " (last record)" if r.pick == "last" else ""
-        lines.append(f"| any | the Storyline{pick} | {src} | {dst} |")
+        which = "".join(f" {pointer.format(p)}={json.dumps(v)}" for p, v in r.when) or " any"
+        lines.append(f"|{which} | the Storyline{pick} | {src} | {dst} |")
     for e in st.entries:
         kind = f"`{e.type}`" + "".join(f" {pointer.format(p)}={json.dumps(v)}" for p, v in e.when)
         kind += f" ({e.test})" if e.test else ""

@@ -277,8 +277,9 @@ def test_spec_table_says_what_each_record_kind_becomes() -> None:
     done = CliRunner().invoke(cli, ["spec", "table", "codex"])
     assert done.exit_code == 0, done.output
     rows = done.output.splitlines()
-    assert "| `turn_context` | kept whole; lends to the next turn | codex_env(record) | `/turns/{t}/env` |" in rows
-    assert any(r.startswith("| `response_item` (codex_is_output) | results joined") for r in rows)
+    assert "| `turn_context` | kept whole; lends to the next turn | `/payload` | `/turns/{t}/env/state` |" in rows
+    assert '| /type="session_meta" | the Storyline | `/payload/id` | `/session` |' in rows
+    assert any(r.startswith("| `response_item` /payload/type=\"function_call_output\" | results joined") for r in rows)
     assert rows[-1] == "Versions checked (`/payload/cli_version`): 0.46.0, 0.58.0, 0.63.0."
 
 
