@@ -279,7 +279,7 @@ def test_spec_table_says_what_each_record_kind_becomes() -> None:
     rows = done.output.splitlines()
     assert "| `turn_context` | kept whole; lends to the next turn | `/payload` | `/turns/{t}/env/state` |" in rows
     assert '| /type="session_meta" | the Storyline | `/payload/id` | `/session` |' in rows
-    assert any(r.startswith("| `response_item` /payload/type=\"function_call_output\" | results joined") for r in rows)
+    assert any(r.startswith('| `response_item` /payload/type="function_call_output" | results joined') for r in rows)
     assert rows[-1] == "Versions checked (`/payload/cli_version`): 0.46.0, 0.58.0, 0.63.0."
 
 
@@ -305,6 +305,26 @@ def test_mapc_convert_writes_a_rollout_as_jsonl(tmp_path: Path) -> None:
     done = runner.invoke(cli, ["convert", str(atif), "--to", "codex", "-o", str(back)])
     assert done.exit_code == 0, done.output
     assert [json.loads(line) for line in back.read_bytes().splitlines()] == records(NEWER)
+
+
+def test_mapc_convert_a_sessions_tree_finds_the_rollouts_by_their_path(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    day = tmp_path / "home" / ".codex" / "sessions" / "2025" / "11" / "20"
+    day.mkdir(parents=True)
+    for path in ROLLOUTS:  # renamed, so only the path says what they are
+        (day / path.name.replace("rollout-", "r-")).write_bytes(path.read_bytes())
+    out = tmp_path / "out"
+    done = CliRunner().invoke(
+        cli, ["convert", str(tmp_path / "home" / ".codex" / "sessions"), "--to", "atif", "-o", str(out)]
+    )
+    assert done.exit_code == 0, done.output
+    written = sorted(out.rglob("*.json"))
+    assert len(written) == 3
+    assert {json.loads(p.read_bytes())["session_id"] for p in written} == {
+        read(p.read_bytes())[0]["session"] for p in ROLLOUTS
+    }
+    assert "unknown record types from a newer version, kept whole: world_state ×1" in done.output
 
 
 def test_a_rollout_without_a_session_meta_is_refused_clearly() -> None:
