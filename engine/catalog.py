@@ -9,7 +9,7 @@ engine imports what the installed catalog names, and nothing of `mapc.mappings` 
 
 Each spec is loaded and compiled once per process, and only when it is run: a small conversion
 pays for its own spec, not for every format.  The count trees of the shipped specs and codecs tell
-the Storyline validator how to normalize `unknown_key_counts` of each source (REFERENCE.md §3); they
+the Storyline validator how to normalize `unknown_key_counts` of each source (docs/envelope.md); they
 are found source by source, as a document names them (`count_trees`), and aliases are read from the
 specs' data without compiling them.  This module is imported by ``import mapc``: it imports nothing
 heavy itself.

@@ -117,23 +117,27 @@ def iter_lint_problems(spec: Spec) -> Iterator[Problem]:
 
 
 def _stream_problems(spec: Spec) -> Iterator[Problem]:
-    """An event stream maps by its record entries (engine/stream.py): every function they name
-    (`test`, a rule's `call` / `back`, `head`, a story rule's `call`) must exist and take one value."""
-    st = spec.stream
-    named = [(f"/document/stream/story/{n}", r.call) for n, r in enumerate(st.story) if r.call]
-    for n, e in enumerate(st.entries):
-        at = f"/document/stream/records/{n}"
-        named += [(at + "/test", e.test), (at + "/head", e.head)]
-        for k, r in enumerate(e.rules):
-            named += [(f"{at}/rules/{k}/call", r.call), (f"{at}/rules/{k}/back", r.back)]
-    for where, name in named:
-        if name is None:
-            continue
-        fn = functions.lookup(name)
-        if fn is None:
-            yield Problem("lint.unknown_function", where, f"unknown function {name!r}", spec.at)
-        elif fn.arity != 1:
-            yield Problem("lint.arity", where, f"{name!r} takes {fn.arity} arguments; a stream passes 1", spec.at)
+    """An event stream (engine/stream.py): its functions exist, and its story rules write what
+    Storyline requires."""
+    stream = spec.stream
+    rules = [*stream.story, *(r for e in stream.entries for r in e.rules)]
+    names = [n for r in rules for n in (r.call, r.back) if n] + [
+        n for e in stream.entries for n in (e.test, e.head) if n
+    ]
+    for name in names:
+        found = functions.lookup(name)
+        if found is None or found.arity != 1:
+            yield Problem("spec.unknown_function", "/document/stream", f"{name!r} is no function of one value", spec.at)
+    written = {r.to for r in stream.story}
+    for want in (("schema_version",), ("session",), ("agent", "id")):
+        if want not in written:
+            shown = "/" + "/".join(want)
+            yield Problem(
+                "lint.required_target",
+                "/document/stream/story",
+                f"Storyline requires {shown}, and no story rule writes it",
+                spec.at,
+            )
 
 
 def _rows_problems(spec: Spec) -> Iterator[Problem]:

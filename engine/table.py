@@ -30,6 +30,7 @@ from mapc.engine import pointer
 from mapc.engine.lint import arrays, source_pointers
 from mapc.engine.spec import RuleSpec, Spec, VarRef
 from mapc.engine.template import Template, Var, format_tokens
+from mapc.engine.values import MISSING
 
 IDENTITY = ("trajectory", "session")  # the hub's document identity: /trajectory, else /session
 
@@ -91,6 +92,7 @@ def mapping_rows(spec: Spec) -> list[Row]:
                 _add(rows, (container,), [format_tokens(dst.tokens[:-1])])
     if spec.children is not None:
         _children_rows(spec, forward, rows)
+    _group_rows(spec, rows)
     doc_id = spec.document_id
     if doc_id is not None and doc_id.op == "copy":
         at = f"/unknown_fields/sources/{pointer.escape(spec.source)}/source_document_id"
@@ -193,9 +195,38 @@ def _singular(template: Template) -> str:
     return name[:-1] if name.endswith("s") and len(name) > 1 else name
 
 
+def _group_rows(spec: Spec, rows: dict[tuple[str, ...], tuple[list[str], list[int]]]) -> None:
+    """A row corpus's group values (`group:`): every row pointer of a candidate reaches the targets;
+    its spread values (`spread:`) reach the turn's object (and, first, the Storyline's)."""
+    if spec.rows is None:
+        return
+    at = spec.rows.rows.text
+    for entry in spec.rows.group:
+        targets = [pointer.format(t) for t in entry.to]
+        for candidate in entry.candidates:
+            for text in candidate.texts:
+                _add(rows, (f"{at}/{{r}}{text}",), targets)
+    for entry in spec.rows.spread:  # keyed and open values of a row reach its turn
+        turn = "/turns/{t}" + pointer.format(entry.to)
+        if entry.open is not None:
+            _add(rows, (f"{at}/{{r}}{pointer.format(entry.open)}/{{key}}",), [turn + "/{key}"])
+            for key in entry.row_keys:
+                _add(rows, (f"{at}/{{r}}/{pointer.escape(key)}",), [f"{turn}/{pointer.escape(key)}"])
+            continue
+        for key, tokens in entry.keys:
+            targets = [f"{turn}/{key}"]
+            if entry.first_to is not None:
+                targets.insert(0, f"{pointer.format(entry.first_to)}/{key}")
+            _add(rows, (f"{at}/{{r}}{pointer.format(tokens)}",), targets)
+
+
 def constants(spec: Spec) -> list[tuple[str, object]]:
-    """(target, value) of every constant row: values with no source pointer."""
-    return [(t.text, r.value) for r in spec.rules if r.op == "const" and not _reverse_only(r) for t in r.targets]
+    """(target, value) of every constant row: values with no source pointer (a group value's
+    constant candidate too: the value when no row gives one)."""
+    out = [(t.text, r.value) for r in spec.rules if r.op == "const" and not _reverse_only(r) for t in r.targets]
+    for entry in spec.rows.group if spec.rows is not None else ():
+        out += [(pointer.format(t), c.const) for c in entry.candidates if c.const is not MISSING for t in entry.to]
+    return out
 
 
 def _cell(pointers: tuple[str, ...]) -> str:
@@ -288,4 +319,58 @@ def markdown(spec: Spec) -> str:
             f"Folded: an element of `{array}` where {where} is moved into `{into}` of the element before it, "
             f"as {{{take}}}; the reverse writes each item back as an element of its own after that one."
         )
+    return "\n".join(lines) + "\n"
+
+
+def _stream_markdown(spec: Spec) -> str:
+    """An event stream's table: per record kind (`/{r}` is any record of that kind), then the
+    Storyline's own fields, pairing and threading (engine/stream.py)."""
+    import json
+
+    stream = spec.stream
+    show = lambda tokens: pointer.format(tokens)  # noqa: E731
+    lines = [f"| {spec.title} record pointer | Storyline pointer(s) |", "|---|---|"]
+    for rule in stream.story:
+        target = f"`{show(rule.to)}`"
+        if rule.op == "copy":
+            which = " (last record)" if rule.pick == "last" else " (first record)"
+            lines.append(f"| `/{{r}}{show(rule.src)}`{which} | {target} |")
+        elif rule.op == "call":
+            lines.append(f"| `{rule.call}(record)` | {target} |")
+        else:
+            lines.append(f"| `{json.dumps(rule.value, ensure_ascii=False)}` (constant) | {target} |")
+    for entry in stream.entries:
+        when = "".join(f", {show(p)} = {json.dumps(v, ensure_ascii=False)}" for p, v in entry.when)
+        test = f", {entry.test}" if entry.test else ""
+        kind = f"{show(stream.type)} = {json.dumps(entry.type)}{when}{test}"
+        if not entry.turn:
+            lines.append(f"| `/{{r}}` where {kind} | kept whole: `/unknown_fields/…/{{r}}` |")
+            continue
+        place = "observation results of the turns it answers" if entry.paired else "`/turns/{t}`"
+        lines.append(f"| `/{{r}}` where {kind} | {place} |")
+        for rule in entry.rules:
+            target = f"`/turns/{{t}}{show(rule.to)}`"
+            if rule.op == "copy":
+                lines.append(f"| `/{{r}}{show(rule.src)}` | {target} |")
+            elif rule.op == "call":
+                back = f", back: `{rule.back}(turn)`" if rule.back else ""
+                last = " (last record of its group)" if rule.last_of_group else ""
+                lines.append(f"| `{rule.call}(record)`{last}{back} | {target} |")
+            else:
+                lines.append(f"| `{json.dumps(rule.value, ensure_ascii=False)}` (constant) | {target} |")
+    lines.append("")
+    lines.append(
+        "A record of a type no entry names, of another branch, or kept whole: `/unknown_fields/…/{r}`; "
+        "every other value of a mapped record: `/unknown_fields/…/{r}/…` under its pointer."
+    )
+    if stream.thread is not None:
+        parents = ", ".join(f"`{show(p)}`" for p in stream.thread.parents)
+        lines.append(f"Threading: `{show(stream.thread.id)}` and parent {parents}: the active branch, in file order.")
+    if stream.pair is not None:
+        lines.append(
+            f"Pairing: a result (`{show(stream.pair.results)}` … `{show(stream.pair.result_id)}`) joins the turn whose "
+            f"call (`{show(stream.pair.calls)}` … `{show(stream.pair.call_id)}`) it answers."
+        )
+    if stream.checked:
+        lines.append(f"Checked against versions: {', '.join(stream.checked)}.")
     return "\n".join(lines) + "\n"

@@ -148,6 +148,40 @@ def test_atif_written_from_every_other_fixture_is_harbor_valid(path: Path) -> No
         assert harbor_valid(doc) == []
 
 
+def test_atif_written_from_steps_that_are_not_1_2_3_or_of_other_sources_is_harbor_valid_and_hops_back() -> None:
+    """Issue 15: OpenAI steps 2 and 7 become turns 3, 4, 13, 14; ATIF written from them numbers its
+    steps 1, 2, 3, 4 (each turn id in the step's `extra`), and a turn of source `tool` is a user
+    step (the source in its `extra`); the way back to OpenAI gives the rows exactly."""
+    rows = [
+        {
+            "session_id": "s",
+            "step_id": 2,
+            "messages": [{"role": "user", "content": "q"}],
+            "response": {"role": "assistant", "content": "a"},
+        },
+        {
+            "session_id": "s",
+            "step_id": 7,
+            "messages": [{"role": "user", "content": "q2"}],
+            "response": {"role": "assistant", "content": "b"},
+        },
+    ]
+    stories = mapc.into_storyline("openai-msg", orjson.dumps(rows), path="x.json")
+    stories[0]["turns"][0]["src"] = "tool"
+    doc = mapc.from_storyline("atif", stories)
+    assert harbor_valid(doc) == []
+    assert [(s["step_id"], s["source"], s["extra"]) for s in doc["steps"]] == [
+        (1, "user", {"step_id": 3, "source": "tool"}),
+        (2, "agent", {"step_id": 4}),
+        (3, "user", {"step_id": 13}),
+        (4, "agent", {"step_id": 14}),
+    ]
+    back = mapc.into_storyline("atif", orjson.dumps(doc))
+    assert plain(without_source(mapc.from_storyline("openai-msg", back), "atif")) == plain(
+        mapc.from_storyline("openai-msg", stories)
+    )
+
+
 def test_atif_written_from_the_harbor_valid_fixture_is_harbor_valid() -> None:
     data = (FIXTURES / "atif" / "claude-code-harbor.json").read_bytes()
     assert harbor_valid(json.loads(data)) == []
@@ -214,3 +248,20 @@ def test_continuation_segments_sharing_a_session_convert_and_stay_harbor_valid(s
     for doc in as_list(out):
         assert harbor_valid(doc) == []
     assert [plain(d) for d in as_list(out)] == [plain(mapc.convert("atif", "atif", orjson.dumps(s))) for s in segments]
+
+
+# --- Claude Code sessions (issue 18) --------------------------------------------------------------
+
+
+def test_harbor_accepted_the_atif_of_the_real_claude_code_session_and_mapc_still_writes_it() -> None:
+    from mapc.engine import convert
+
+    rows = {r["name"]: r for r in recorded() if r["name"].startswith("mapc/claude-code/")}
+    assert len(rows) >= 15 and all(r["valid"] for r in rows.values())
+    folder = FIXTURES / "claude-code"
+    session = folder / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+    companions = [(p.relative_to(folder).as_posix(), p.read_bytes()) for p in sorted(folder.rglob("agent-*.jsonl"))]
+    stories = convert.into_storyline_with("claude-code", session.read_bytes(), companions, path=session.name)
+    doc = plain(mapc.from_storyline("atif", stories))
+    assert doc == rows[f"mapc/claude-code/{session.name}"]["doc"]  # the document Harbor judged is today's
+    assert len(doc["subagent_trajectories"]) == 2 and harbor_valid(doc) == []
