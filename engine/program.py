@@ -267,7 +267,9 @@ class Rule:
             failed = self.condition is not None and not self.condition(v)
             v = MISSING if failed else self._convert(v, frame, ctx)
             lossy = v is MISSING or (spec.op == "copy" and self.convert is not None)
-            if lossy and self.authoritative and raw is not None and self.sources[i].plain:
+            # A null is kept too where the row would have copied it (keep_null, no conversion).
+            keeps = raw is not None or (spec.keep_null and self.convert is None)
+            if lossy and self.authoritative and keeps and self.sources[i].plain:
                 # Kept unless the reverse gives it back (decided once the Storyline is written).
                 ctx.checks.append((self, frame, dst, self.at(prefix, i), raw))
         if v is MISSING:
