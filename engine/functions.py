@@ -1,7 +1,9 @@
 """The registry of named functions that specs may call, and the engine's own small library.
 
 A spec can call only what is registered here: no spec can import a module or run code.  Format
-helpers register themselves from `mapc.mappings.functions` with the same decorator.  Every
+helpers register themselves with the same decorator, from the modules a catalog names
+(engine/catalog.py), which `lookup` imports first.  The registry is one per process, as a library
+of named functions is: a catalog says which modules fill it, not which names it hides.  Every
 function takes JSON values (or `MISSING`) and returns a JSON value, or `MISSING` for "no value".
 """
 
@@ -10,11 +12,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mapc.engine import canonical, views
 from mapc.engine.problems import MapcError
 from mapc.engine.values import MISSING
+
+if TYPE_CHECKING:
+    from mapc.engine.catalog import Catalog
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,23 +47,16 @@ def register(name: str, arity: int) -> Callable[[Callable[..., Any]], Callable[.
     return decorate
 
 
-def lookup(name: str) -> Function | None:
-    """The registered function called `name`, if any (a spec may name anything: a name that is
-    not a string, or the registry's own ``__…`` entry, is no function)."""
-    if not REGISTRY.get("__formats_loaded__"):
-        _load_format_functions()
+def lookup(name: str, catalog: Catalog | None = None) -> Function | None:
+    """The registered function called `name`, if any, once the function modules `catalog` names
+    are loaded (None: the installed catalog's).  A spec may name anything: a name that is not a
+    string, or one starting with ``__``, is no function."""
+    from mapc.engine import catalog as catalogs
+
+    (catalog or catalogs.installed()).load_functions()
     if type(name) is not str or name.startswith("__"):
         return None
     return REGISTRY.get(name)
-
-
-def _load_format_functions() -> None:
-    # The installed catalog names the modules that register format functions (engine/catalog.py):
-    # imported on first lookup, so that the engine depends on no format.
-    from mapc.engine import catalog
-
-    catalog.installed().load_functions()
-    REGISTRY["__formats_loaded__"] = Function("__formats_loaded__", lambda: None, 0, "")
 
 
 I64_MIN, I64_MAX, U64_MAX = -(2**63), 2**63 - 1, 2**64 - 1

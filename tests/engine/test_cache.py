@@ -98,8 +98,7 @@ def test_a_directory_others_may_write_is_not_used(tmp_path):
 def test_the_cli_uses_the_cache_and_no_cache_turns_it_off(runner, tmp_path):
     from mapc.engine import catalog
 
-    for cached in (catalog.program, catalog.count_trees, catalog.aliases):
-        cached.cache_clear()  # this process compiled the specs already: have the command load them
+    catalog.installed().clear()  # this process compiled the specs already: have the command load them
     where = tmp_path / "cli-cache"
     first = runner.invoke(cli, ["run", "atif", str(SUPPORT)], env={"MAPC_CACHE_DIR": str(where)})
     assert first.exit_code == 0, first.stderr
