@@ -262,6 +262,8 @@ def _expr(w: _Writer, d: int, source: Source, env: _Env) -> str:
         return w.read(f"{env.out_up}[{source.level}]", source.path)
     if kind == "count":
         return "ctx.count"
+    if kind == "const":  # a spec value: repr() of a plain scalar, else the constants table
+        return w.literal(source.value)
     return "MISSING"
 
 

@@ -20,6 +20,7 @@ from mapc.engine.program import Path, Program, Rule, Scope, Source, pointer_text
 from mapc.engine.residual import ANY_INDEX, ANY_KEY, Tree
 from mapc.engine.spec import (
     CallRef,
+    ConstRef,
     CountRef,
     ParentRef,
     Ref,
@@ -119,6 +120,8 @@ class _Compiler:
             return None
         if isinstance(ref, CountRef):
             return Source("count")
+        if isinstance(ref, ConstRef):
+            return Source("const", value=ref.value)
         if isinstance(ref, CallRef):
             args = [self.source(a, scope, rs, side=side) for a in ref.args]
             fn = self.function(ref.call, rs, len(args))

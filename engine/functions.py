@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from mapc.engine import canonical, views
 from mapc.engine.problems import MapcError
-from mapc.engine.values import MISSING
+from mapc.engine.values import MISSING, json_equal
 
 if TYPE_CHECKING:
     from mapc.engine.catalog import Catalog
@@ -112,3 +112,54 @@ def blake3_document_id(document: Any) -> str:
         return canonical.document_id(document)
     except (ValueError, TypeError) as exc:
         raise MapcError.single("json.invalid", "", f"the document is not JSON and has no document id: {exc}") from None
+
+
+# --- values of objects and text: what a spec passes `{const: V}` arguments to -------------------
+
+
+@register("object_of", 2)
+def object_of(key: Any, value: Any) -> Any:
+    """``{key: value}`` (no value: no object)."""
+    return MISSING if value is MISSING or type(key) is not str else {key: value}
+
+
+@register("without_keys", 2)
+def without_keys(obj: Any, keys: Any) -> Any:
+    """An object without `keys` (a list of names); anything but an object is no value."""
+    if type(obj) is not dict:
+        return MISSING
+    return {k: v for k, v in obj.items() if k not in keys}
+
+
+@register("with_defaults", 2)
+def with_defaults(obj: Any, defaults: Any) -> Any:
+    """An object with the keys of `defaults` it lacks filled in; anything but an object is no value."""
+    if type(obj) is not dict:
+        return MISSING
+    out = dict(defaults)
+    out.update(obj)
+    return out
+
+
+@register("same_or", 3)
+def same_or(value: Any, want: Any, other: Any) -> Any:
+    """`value` when it is `want` (JSON-equal), else `other`."""
+    return value if json_equal(value, want) else other
+
+
+@register("or_default", 2)
+def or_default(value: Any, default: Any) -> Any:
+    """`value`, or `default` when it is missing or null."""
+    return default if value is MISSING or value is None else value
+
+
+@register("json_text", 1)
+def json_text(value: Any) -> Any:
+    """A value as text: a string as is, ``""`` for none or null, anything else as compact JSON."""
+    if type(value) is str:
+        return value
+    if value is MISSING or value is None:
+        return ""
+    import orjson
+
+    return orjson.dumps(value).decode()

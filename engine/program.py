@@ -121,8 +121,8 @@ class Source:
 
     `kind` says where the value comes from: ``elem`` (the element of scope `level`, `path` below
     it), ``top`` (the whole input document), ``parent`` / ``story`` (the parent's or this
-    Storyline), ``var`` (the key or index bound at scope `level`), ``call`` (`fn` of `args`) or
-    ``count`` (the number of Storylines, in a reverse).
+    Storyline), ``var`` (the key or index bound at scope `level`), ``call`` (`fn` of `args`),
+    ``count`` (the number of Storylines, in a reverse) or ``const`` (`value`, an argument).
     """
 
     kind: str
@@ -130,6 +130,7 @@ class Source:
     level: int = 0
     fn: Callable[..., Any] | None = None
     args: tuple[Source, ...] = ()
+    value: Any = None  # of a ``const`` argument
 
     def read(self, frame: Frame, ctx: Context) -> Any:
         """The value this source names in `frame` (MISSING if there is none)."""
@@ -156,6 +157,8 @@ class Source:
             return get_in(out.elem if self.level == len(out.up) else out.up[self.level], self.path)
         if kind == "count":
             return ctx.count
+        if kind == "const":
+            return self.value
         return MISSING
 
     @property
