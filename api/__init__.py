@@ -5,6 +5,7 @@ The library API (loaded on first use, so ``import mapc`` stays cheap)::
     stories = mapc.into_storyline("atif", Path("run.json"))   # bytes, str text, dict/list or a Path
     document = mapc.from_storyline("actf", stories)           # one Storyline (dict) or a list of them
     document = mapc.convert("atif", "actf", data)             # == from_storyline(to, into_storyline(from, data))
+    document, report = mapc.convert_reported("atif", "actf", data)  # and its loss report (report.exact, …)
     problems = mapc.check(story)                              # [] when a Storyline is valid
     mapc.detect("run.actf.json", data)                        # "actf", or None
     mapc.formats()                                            # every format name
@@ -26,6 +27,11 @@ _EXPORTS = {
     "into_storyline": ("mapc._api", "into_storyline"),
     "from_storyline": ("mapc._api", "from_storyline"),
     "convert": ("mapc._api", "convert"),
+    "convert_reported": ("mapc._api", "convert_reported"),
+    "from_storyline_reported": ("mapc._api", "from_storyline_reported"),
+    "Report": ("mapc.engine.loss", "Report"),
+    "Carried": ("mapc.engine.loss", "Carried"),
+    "Said": ("mapc.engine.loss", "Said"),
     "formats": ("mapc._api", "formats"),
     "detect": ("mapc._api", "detect"),
     "check": ("mapc._api", "check"),
@@ -36,9 +42,20 @@ _EXPORTS = {
 
 __all__ = ["MapcError", "Options", "Problem", "__version__", "check", "convert", "detect", "formats"]
 __all__ += ["from_storyline", "into_storyline"]
+__all__ += ["Carried", "Report", "Said", "convert_reported", "from_storyline_reported"]
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time each is imported on first use
-    from mapc._api import check, convert, detect, formats, from_storyline, into_storyline
+    from mapc._api import (
+        check,
+        convert,
+        convert_reported,
+        detect,
+        formats,
+        from_storyline,
+        from_storyline_reported,
+        into_storyline,
+    )
+    from mapc.engine.loss import Carried, Report, Said
     from mapc.engine.options import Options
     from mapc.engine.problems import MapcError, Problem
 

@@ -18,8 +18,9 @@ from mapc.engine import catalog
 from mapc.engine import convert as _convert
 from mapc.engine import detect as _detect
 from mapc.engine import storyline as _storyline
+from mapc.engine.loss import Report
 from mapc.engine.options import DEFAULT, Options
-from mapc.engine.problems import Problem
+from mapc.engine.problems import MapcError, Problem
 
 Source = bytes | bytearray | memoryview | str | dict[str, Any] | list[Any] | os.PathLike[str]
 """What `into_storyline` and `convert` read: a file's bytes or text, a parsed JSON value, or a path."""
@@ -186,3 +187,51 @@ def formats() -> list[str]:
     """Every format name mapc reads and writes (`storyline` first; aliases are accepted as well)."""
     names: list[str] = _convert.formats()
     return names
+
+
+def from_storyline_reported(
+    fmt: str,
+    stories: dict[str, Any] | list[dict[str, Any]],
+    *,
+    envelope: bool = True,
+    strict: bool = False,
+) -> tuple[Any, Report]:
+    """`from_storyline` and its loss report: ``(document, report)``.
+
+    The `Report` says whether the conversion is exact (the target says everything natively), and
+    otherwise what was carried in the ``_storyline`` envelope, synthesized or lost, each by JSON
+    Pointer (docs/lossless.md).  With ``envelope=False`` the document is the pure target format
+    and the report lists what that dropped; with ``strict=True`` a conversion that is not exact
+    raises `MapcError` (code ``convert.not_exact``) instead."""
+    fmt = format_name(fmt)
+    document, report = _convert.from_storyline_reported(fmt, _stories(stories), keep_envelope=bool(envelope))
+    if strict and not report.exact:
+        raise MapcError.single(
+            "convert.not_exact", "", f"the conversion is not exact ({report.summary()}); strict refuses it"
+        )
+    return document, report
+
+
+def convert_reported(
+    from_fmt: str,
+    to_fmt: str,
+    data: Source,
+    *,
+    jsonl: bool | None = None,
+    path: str | None = None,
+    options: Options | None = None,
+    envelope: bool = True,
+    strict: bool = False,
+) -> tuple[Any, Report]:
+    """`convert` and its loss report, ``(document, report)``: the report `mapc convert` prints and
+    writes with ``--report`` (``envelope=False`` is ``--no-envelope``, ``strict=True`` ``--strict``)."""
+    stories = into_storyline(from_fmt, data, jsonl=jsonl, path=path, options=options)
+    to = format_name(to_fmt, "to_fmt")
+    document, report = _convert.from_storyline_reported(
+        to, stories, from_format=format_name(from_fmt, "from_fmt"), keep_envelope=bool(envelope)
+    )
+    if strict and not report.exact:
+        raise MapcError.single(
+            "convert.not_exact", "", f"the conversion is not exact ({report.summary()}); strict refuses it"
+        )
+    return document, report

@@ -6,10 +6,11 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
-from mapc.cli import corpus
+from mapc.cli import corpus, report, sessions
 from mapc.cli.boundary import on_interrupt, options
 from mapc.cli.engines import engine_options, open_engine
 from mapc.cli.files import (
@@ -25,7 +26,8 @@ from mapc.cli.files import (
 )
 from mapc.cli.output import fail_on, json_chunks, jsonl_chunks, output_bytes, redact_options, redactor_of
 from mapc.cli.params import FORMAT_OR_SPEC
-from mapc.engine import catalog, convert, detect
+from mapc.cli.report import report_options
+from mapc.engine import catalog, convert, detect, loss
 from mapc.engine.problems import MapcError
 from mapc.engine.redact import summary as redact_summary
 
@@ -55,6 +57,7 @@ from mapc.engine.redact import summary as redact_summary
     is_flag=True,
     help="For a DIR: leave files whose output is already there (a stopped run goes on where it stopped).",
 )
+@report_options
 @redact_options
 @engine_options
 def convert_command(
@@ -69,6 +72,9 @@ def convert_command(
     address: str | None = None,
     redact: bool = False,
     redact_patterns: tuple[str, ...] = (),
+    report_file: str | None = None,
+    strict: bool = False,
+    no_envelope: bool = False,
 ) -> None:
     """Convert INPUT (a file, or every file under a directory) from one format to another, through Storyline.
 
@@ -77,6 +83,12 @@ def convert_command(
     skipped with a warning, a bad file is reported and the others go on (exit 1 if any failed).
     The files are converted by --workers local processes, or by Ray tasks with --engine ray.
     Ctrl-C stops it (exit 130) with a summary; --skip-existing then goes on where it stopped.
+
+    Every conversion is assessed (docs/lossless.md): a file that is not exact (the target cannot
+    say all of it natively) gets a warning line saying what was synthesized, carried in the
+    _storyline envelope, dropped or lost; --report FILE.json writes every file's report; --strict
+    refuses a conversion that is not exact (nothing written for it, exit 1); --no-envelope writes
+    the pure target format and reports what that drops.
 
     \b
     Examples:
@@ -89,30 +101,53 @@ def convert_command(
         if redactor is not None:
             raise click.BadParameter("--redact converts one file at a time, not a directory", param_hint="--redact")
         jobs = workers or os.cpu_count() or 1
-        _convert_directory(input, from_fmt, to_fmt, output, jobs, quiet, engine, address, skip_existing)
+        assess = corpus.LossOptions(strict=strict, keep_envelope=not no_envelope)
+        _convert_directory(
+            input, from_fmt, to_fmt, output, jobs, quiet, engine, address, skip_existing, assess, report_file
+        )
         return
     if redactor is None and is_jsonl(input) and input != "-" and output not in (None, "-"):
         fmt = from_fmt or detect.detect(input, _first_line(input))
         if fmt is not None and _streams(fmt, to_fmt):
-            _convert_lines(input, fmt, to_fmt, output)
+            _convert_lines(input, fmt, to_fmt, output, strict, not no_envelope, report_file)
             return
     data = read_bytes(input)
     if from_fmt is None:
         from_fmt = detected(input, data)
     with fail_on(input):
         try:
-            stories = convert.into_storyline(
-                from_fmt, data, jsonl=is_jsonl(input), path=document_path(input), options=options()
-            )
+            stories = _into_storyline(input, from_fmt, data)
         except MapcError:
             _hint_detected(input, data, from_fmt)
             raise
+        for message in convert.drift(from_fmt, data, options()):
+            click.echo(f"{input}: warning: {message}", err=True)
         if redactor is not None:
             stories, counts = redactor.stories(stories)
-        result = convert.from_storyline(to_fmt, stories)
+        result, assessed = convert.from_storyline_reported(
+            to_fmt, stories, from_format=from_fmt, keep_envelope=not no_envelope
+        )
+        assessed = assessed.at(input)
+        if strict and not assessed.exact:
+            report.write_report(report_file, [assessed], strict=strict)
+            raise MapcError([report.refusal(assessed)])
     write_bytes(output, output_bytes(output, result))
+    report.write_report(report_file, [assessed], strict=strict)
+    for line in report.lines([assessed]):
+        click.echo(line, err=True)
     if redactor is not None:
         click.echo(f"{input}: {redact_summary(counts)}", err=True)
+
+
+def _into_storyline(input: str, fmt: str, data: bytes) -> list[dict[str, Any]]:
+    """The Storylines of INPUT; an event stream with companion files beside it (a Claude Code
+    session's subagent transcripts) is read with them, as one tree."""
+    pattern = convert.companions_pattern(fmt) if input != "-" else None
+    if pattern is None:
+        return convert.into_storyline(fmt, data, jsonl=is_jsonl(input), path=document_path(input), options=options())
+    base = Path(input).parent
+    found = [(Path(c).relative_to(base).as_posix(), read_bytes(c)) for c in sessions.companions(pattern, input)]
+    return convert.into_storyline_with(fmt, data, found, path=document_path(input), options=options())
 
 
 def _hint_detected(input: str, data: bytes, from_fmt: str) -> None:
@@ -154,16 +189,40 @@ def _first_line(path: str) -> bytes:
         return b""
 
 
-def _convert_lines(input: str, from_fmt: str, to_fmt: str, output: str) -> None:
+def _convert_lines(
+    input: str,
+    from_fmt: str,
+    to_fmt: str,
+    output: str,
+    strict: bool = False,
+    keep_envelope: bool = True,
+    report_file: str | None = None,
+) -> None:
     """A JSONL file converted line by line into `output`: memory holds one line, not the file."""
+    reports: list[loss.Report] = []
     with fail_on(input):
         try:
             with open_regular(input) as handle:  # the limit counts the bytes read, line by line
                 lines = limited_lines(handle, input_limit())
-                documents = convert.convert_lines(from_fmt, to_fmt, lines, path=document_path(input), options=options())
+                documents = convert.convert_lines(
+                    from_fmt,
+                    to_fmt,
+                    lines,
+                    path=document_path(input),
+                    options=options(),
+                    reports=reports,
+                    strict=strict,
+                    keep_envelope=keep_envelope,
+                )
                 write_chunks(output, jsonl_chunks(documents) if is_jsonl(output) else json_chunks(documents))
         except OSError as exc:
             raise click.BadParameter(f"cannot read {input}: {exc.strerror or exc}", param_hint="INPUT") from None
+        finally:
+            if reports:
+                whole = loss.combined(reports, from_fmt, to_fmt).at(input)
+                report.write_report(report_file, [whole], strict=strict)
+                for line in report.lines([whole]):
+                    click.echo(line, err=True)
 
 
 def _convert_directory(
@@ -176,6 +235,8 @@ def _convert_directory(
     engine: str = "local",
     address: str | None = None,
     skip_existing: bool = False,
+    loss_options: corpus.LossOptions | None = None,
+    report_file: str | None = None,
 ) -> None:
     """`mapc convert DIR`: plan, convert behind a progress bar (a terminal only), report; see cli/corpus.py."""
     if outdir is None or outdir == "-":
@@ -188,7 +249,9 @@ def _convert_directory(
             raise click.BadParameter(exc.problems[0].message if exc.problems else str(exc), param_hint=param) from None
     started = time.perf_counter()
     try:
-        plan = corpus.plan(root, outdir, to_fmt, from_fmt, skip_existing=skip_existing, options=options())
+        plan = corpus.plan(
+            root, outdir, to_fmt, from_fmt, skip_existing=skip_existing, options=options(), loss=loss_options
+        )
     except corpus.PlanError as exc:
         raise click.BadParameter(exc.message, param_hint=exc.param) from None
     if not plan.jobs and not plan.settled:
@@ -218,6 +281,8 @@ def _convert_directory(
     summary = corpus.summarize(results, time.perf_counter() - started)
     for line in corpus.report_lines(summary):
         click.echo(line, err=True)
+    strict = loss_options is not None and loss_options.strict
+    report.write_report(report_file, [r.loss for r in results if r.loss is not None], strict=strict)
     if not quiet:
         click.echo(summary.line(), err=True)
     sys.exit(1 if summary.failed else 0)

@@ -41,6 +41,7 @@ limits, the duplicate-key check), so a worker, local or on Ray, converts with ex
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -50,13 +51,25 @@ from mapc.cli.engines import Engine, LocalEngine
 from mapc.cli.files import NotRegularFile, is_jsonl, read_limited, shown, walk, write_atomically
 from mapc.cli.output import document_bytes
 from mapc.cli.render import problem_line, unknown_field_line
+from mapc.cli.report import lines as report_lines_of
+from mapc.cli.report import refusal
 from mapc.engine import catalog, codecs, convert, detect, residual
+from mapc.engine.loss import Report
 from mapc.engine.options import DEFAULT, Options
 from mapc.engine.problems import MapcError, Problem
 
 JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
 CONVERTED, FAILED, SKIPPED, EXISTING = "converted", "failed", "skipped", "existing"
 MB = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class LossOptions:
+    """What a job does with its loss report (engine/loss.py): `strict` refuses a conversion that
+    is not exact; without `keep_envelope` the output is the pure target format."""
+
+    strict: bool = False
+    keep_envelope: bool = True
 
 
 class PlanError(Exception):
@@ -79,6 +92,7 @@ class Job:
     from_fmt: str | None = None
     size: int = 0
     options: Options = DEFAULT
+    loss: LossOptions = LossOptions()
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +111,7 @@ class FileResult:
     problems: int = 0
     reason: str = ""
     unknown: tuple[tuple[str, str, int], ...] = ()
+    loss: Report | None = None  # the conversion's loss report (also of one --strict refused)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +136,7 @@ class Summary:
     failures: tuple[FileResult, ...] = ()
     skips: tuple[FileResult, ...] = ()
     existing: int = 0
+    reports: tuple[FileResult, ...] = ()  # the converted files that are not exact
 
     @property
     def mb_per_second(self) -> float:
@@ -217,6 +233,7 @@ def plan(
     *,
     skip_existing: bool = False,
     options: Options = DEFAULT,
+    loss: LossOptions | None = None,
 ) -> Plan:
     """The jobs converting every file under `root` into `outdir` (see the module docstring for the rules);
     with `skip_existing`, a file whose output is already there is settled as `EXISTING` unread."""
@@ -264,7 +281,7 @@ def plan(
             if skip_existing and os.path.isfile(output) and not os.path.islink(output):
                 settled.append(FileResult(full, EXISTING))
             else:
-                jobs.append(Job(full, rel, output, outdir, to_fmt, from_fmt, size, options))
+                jobs.append(Job(full, rel, output, outdir, to_fmt, from_fmt, size, options, loss or LossOptions()))
             continue
         settled.append(FileResult(full, FAILED, input_bytes=0, problem=problem, problems=1))
     jobs.sort(key=lambda j: (-j.size, j.path))
@@ -328,7 +345,14 @@ def convert_file(job: Job) -> FileResult:
             convert.read_units(data, jsonl=jsonl, options=job.options)  # not even JSON: that is a failure, not a skip
             return FileResult(job.path, SKIPPED, input_bytes=len(data), reason="not a known format")
         stories = convert.into_storyline(fmt, data, jsonl=jsonl, path=job.rel, options=job.options)
-        out = document_bytes(convert.from_storyline(job.to_fmt, stories))
+        result, assessed = convert.from_storyline_reported(
+            job.to_fmt, stories, from_format=fmt, keep_envelope=job.loss.keep_envelope
+        )
+        assessed = assessed.at(job.path)
+        if job.loss.strict and not assessed.exact:
+            refused = _failed(job, len(data), [refusal(assessed)])
+            return dataclasses.replace(refused, loss=assessed)
+        out = document_bytes(result)
     except MapcError as exc:
         return _failed(job, len(data), exc.problems or [Problem("internal.error", "", str(exc))])
     except Exception as exc:  # a bug in mapc: this file fails, the others go on
@@ -339,7 +363,12 @@ def convert_file(job: Job) -> FileResult:
         what = exc.strerror or str(exc)
         return _failed(job, len(data), [Problem("file.unwritable", "", f"cannot write {job.output}: {what}")])
     return FileResult(
-        job.path, CONVERTED, input_bytes=len(data), documents=len(stories), unknown=unknown_counts(stories)
+        job.path,
+        CONVERTED,
+        input_bytes=len(data),
+        documents=len(stories),
+        unknown=unknown_counts(stories),
+        loss=assessed,
     )
 
 
@@ -403,6 +432,7 @@ def summarize(results: Iterable[FileResult], seconds: float) -> Summary:
         failures=tuple(by_status[FAILED]),
         skips=tuple(by_status[SKIPPED]),
         existing=len(by_status[EXISTING]),
+        reports=tuple(r for r in by_status[CONVERTED] if r.loss is not None and not r.loss.exact),
     )
 
 
@@ -413,5 +443,6 @@ def report_lines(summary: Summary) -> list[str]:
     """
     lines = [shown(f"warning: skipped {r.path}: {r.reason}") for r in summary.skips]
     lines += [unknown_field_line(source, key, n) for source, key, n in summary.unknown]
+    lines += report_lines_of(r.loss for r in summary.reports if r.status == CONVERTED and r.loss is not None)
     lines += [problem_line(r.path, r.problem) for r in summary.failures if r.problem is not None]
     return lines

@@ -68,7 +68,8 @@ def project_command(events_path: str, fmt: str, output: str | None, session: str
     """Project events into Storylines, in any format.
 
     One Storyline per session (REFERENCE.md §1.2), then through the hub.  Bodies of a known
-    wire protocol (mappings/wire/: Anthropic Messages) are re-parsed: text, thinking, tool calls
+    wire protocol (mappings/wire/: Anthropic Messages, OpenAI Chat Completions, OpenAI
+    Responses) are re-parsed: text, thinking, tool calls
     and their results, usage, model, stop reason; each turn appears once although every request
     resends the history, and a request whose history contradicts earlier ones is a warning.
     Other bodies give the summary fields only, marked extra.degraded.  A stored row

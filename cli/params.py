@@ -104,7 +104,7 @@ def canonical_format(value: str) -> str | None:
     from mapc.engine import catalog, convert
 
     folded = value.strip().lower()
-    if folded in convert.formats():
+    if folded in catalog.shipped_names() or folded in convert.formats():  # a spec's name imports no codec
         return folded
     return catalog.aliases().get(folded)
 

@@ -9,12 +9,16 @@ What is cached, and why it is safe:
   by a hash of the spec text and of mapc's version.  It is read back as untrusted data and goes through
   the same checks as a spec file read from YAML (engine/spec.py), so it can say no more than a spec can.
 - the *bytecode* of code that mapc generates (a compiled spec, a compiled JSON Schema), keyed by a hash
-  of the generated source, which mapc makes again on every run and so never takes from the cache.
-  Bytecode runs when loaded, so an entry is used only when all of these hold: the directory and the
-  file belong to this user and nobody else may write to them (as ssh checks its keys); and the entry
-  carries a keyed hash (BLAKE3) of its source hash and its bytes under a secret that only this user's
-  mapc knows (a 0600 file in the directory), so an entry not written by this user's mapc — copied in,
-  planted by another account, or damaged — is ignored and made again.
+  of the generated source.  A spec's source is made again on every run, never taken from the cache.
+- the *generated source and constants* of a shipped JSON Schema (engine/schema.py), keyed by the
+  schema's text and the compiler's own source, so that checking a Storyline does not compile the
+  hub schema on every run; the constants are tagged JSON (regexes, sets, JSON values).
+
+Code runs when loaded, so a code or schema entry is used only when all of these hold: the directory
+and the file belong to this user and nobody else may write to them (as ssh checks its keys); and the
+entry carries a keyed hash (BLAKE3) of its name and its bytes under a secret that only this user's
+mapc knows (a 0600 file in the directory), so an entry not written by this user's mapc — copied in,
+planted by another account, or damaged — is ignored and made again.
 
 Anything wrong with the cache (unwritable, damaged, another version) means it is not used: never an error.
 """
@@ -26,7 +30,6 @@ import marshal
 import os
 import stat
 import sys
-import tempfile
 from pathlib import Path
 from types import CodeType
 from typing import Any
@@ -98,6 +101,8 @@ def _secret(root: Path) -> bytes | None:
 
 def _write(target: Path, data: bytes) -> None:
     """Write through a 0600 temporary file renamed into place (readers see all of it or none)."""
+    import tempfile  # only when writing: a cache hit does not pay for it
+
     fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as out:
@@ -161,6 +166,28 @@ def compiled(source: str, filename: str) -> CodeType:
     if _state["dir"] is not None:
         _store("code", key, marshal.dumps(code))
     return code
+
+
+def data(kind: str, key: bytes) -> Any | None:
+    """The JSON data kept under (`kind`, `key`) by `store_data`, or None; the caller checks its shape."""
+    body = _load(kind, key)
+    if body is None:
+        return None
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def store_data(kind: str, key: bytes, value: Any) -> None:
+    """Keep `value` (JSON data) under (`kind`, `key`); data orjson cannot write is not kept."""
+    if _state["dir"] is None:
+        return
+    try:
+        body = orjson.dumps(value)
+    except TypeError:
+        return
+    _store(kind, key, body)
 
 
 def spec_data(text: str) -> Any | None:

@@ -10,17 +10,19 @@ library's own entry points, which predate the argument); a second catalog can be
 to any of them without installing it.  The engine imports what a catalog names, and nothing of
 `mapc.mappings` by itself (tests/test_layers.py).
 
-A catalog holds what it compiled: each shipped spec once, and a spec given by path once per text
+A catalog holds what it compiled: each shipped spec once, and only when it is run (a small
+conversion pays for its own spec, not for every format), and a spec given by path once per text
 (an edited file is compiled again, so a long-lived process never runs a stale copy).  The count
-trees of its specs and codecs tell the Storyline validator how to normalize
-`unknown_key_counts` of each source (REFERENCE.md §3).  This module is imported by
-``import mapc``: it imports nothing heavy itself.
+trees of its specs and codecs tell the Storyline validator how to normalize `unknown_key_counts`
+of each source (REFERENCE.md §3); they are found source by source, as a document names them
+(`count_trees`), and aliases are read from the specs' data without compiling them.  This module
+is imported by ``import mapc``: it imports nothing heavy itself.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -77,18 +79,26 @@ class Catalog:
         """Names of the built-in specs, one per YAML file in the spec package."""
         names: list[str] | None = self._held.get("names")
         if names is None:
-            import importlib.resources
+            from mapc.engine import resources
 
-            files = importlib.resources.files(self.specs)
-            names = sorted(p.name[: -len(".yaml")] for p in files.iterdir() if p.name.endswith(".yaml"))
+            names = sorted(n[: -len(".yaml")] for n in resources.names(self.specs) if n.endswith(".yaml"))
             self._held["names"] = names
         return names
 
     def spec_text(self, name: str) -> str:
         """The YAML text of the built-in spec `name`."""
-        import importlib.resources
+        from mapc.engine import resources
 
-        return importlib.resources.files(self.specs).joinpath(f"{name}.yaml").read_text(encoding="utf-8")
+        return resources.read_text(self.specs, f"{name}.yaml")
+
+    def _spec_data(self, name: str) -> Any:
+        """The parsed data of the built-in spec `name` (parsed once, or taken from the spec cache)."""
+        data: dict[str, Any] = self._held.setdefault("data", {})
+        if name not in data:
+            from mapc.engine.spec import parse_yaml
+
+            data[name] = parse_yaml(f"{name}.yaml", self.spec_text(name))[0]
+        return data[name]
 
     def program(self, name_or_path: str) -> Program:
         """The compiled spec for a built-in name (or an alias a spec declares) or a path to a YAML
@@ -132,25 +142,57 @@ class Catalog:
         return compiled
 
     def aliases(self) -> dict[str, str]:
-        """Other names of the shipped formats (a spec's `aliases:`), e.g. a long form of its name."""
+        """Other names of the shipped formats (a spec's `aliases:`), e.g. a long form of its name;
+        read from each spec's data, as the spec reader reads them, without compiling it."""
         out: dict[str, str] | None = self._held.get("aliases")
         if out is None:
             out = {}
-            for name in self.shipped_names():  # `program` of a shipped name asks for no aliases
-                for alias in self.program(name).spec.aliases:
-                    out[alias] = name
+            for name in self.shipped_names():
+                data = self._spec_data(name)
+                for alias in (data.get("aliases") if type(data) is dict else None) or ():
+                    out[str(alias)] = name
             self._held["aliases"] = out
         return out
 
-    def count_trees(self) -> dict[str, Tree]:
+    def count_trees(self) -> Mapping[str, Tree]:
         """Unknown-key count normalization per source, from the shipped specs' declared arrays and
-        the codecs' own trees."""
-        trees: dict[str, Tree] | None = self._held.get("trees")
-        if trees is None:
-            trees = {self.program(n).spec.source: self.program(n).count_tree for n in self.shipped_names()}
-            trees.update({c.source: c.count_tree for c in self.codec_table().values()})
-            self._held["trees"] = trees
-        return trees
+        the codecs' own trees; each tree is made when a document first names its source."""
+        return _CountTrees(self)
+
+    def tree_of(self, source: str) -> Tree | None:
+        """The count tree of residual source `source`: of the shipped spec that declares it
+        (compiled then, as running it would be), else of the codec that writes it, else None."""
+        trees: dict[str, Any] = self._held.setdefault("trees", {})
+        if source not in trees:
+            name = self._declared_sources().get(source)
+            if name is not None:
+                trees[source] = self.program(name).count_tree
+            else:
+                codec = next((c for c in self.codec_table().values() if c.source == source), None)
+                trees[source] = codec.count_tree if codec is not None else None
+        return trees[source]  # type: ignore[no-any-return]
+
+    def all_count_trees(self) -> dict[str, Tree]:
+        """Every count tree: of every shipped spec (all compiled) and every codec."""
+        every: dict[str, Tree] | None = self._held.get("every tree")
+        if every is None:
+            every = {self.program(n).spec.source: self.program(n).count_tree for n in self.shipped_names()}
+            every.update({c.source: c.count_tree for c in self.codec_table().values()})
+            self._held["every tree"] = every
+        return every
+
+    def _declared_sources(self) -> dict[str, str]:
+        """Residual source -> the shipped spec declaring it, read from the specs' data (as the spec
+        reader reads `source`, whose default is the name) without compiling them."""
+        out: dict[str, str] | None = self._held.get("sources")
+        if out is None:
+            out = {}
+            for name in self.shipped_names():
+                data = self._spec_data(name)
+                if type(data) is dict:
+                    out.setdefault(str(data.get("source", data.get("name", name))), name)
+            self._held["sources"] = out
+        return out
 
     # -- formats --
 
@@ -175,11 +217,33 @@ class Catalog:
             self._held["functions"] = True
 
 
+class _CountTrees(Mapping[str, "Tree"]):
+    """The count tree of each residual source of a catalog, found when a document names the source;
+    iterating makes the whole table."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self._catalog = catalog
+
+    def __getitem__(self, source: str) -> Tree:
+        tree = self._catalog.tree_of(source)
+        if tree is None:
+            raise KeyError(source)
+        return tree
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._catalog.all_count_trees())
+
+    def __len__(self) -> int:
+        return len(self._catalog.all_count_trees())
+
+
 _INSTALLED: list[Catalog] = []
 
 
 def install(catalog: Catalog) -> None:
-    """Make `catalog` the default for callers that pass none (``import mapc`` installs the shipped one)."""
+    """Make `catalog` the default for callers that pass none (``import mapc`` installs the shipped
+    one); it is used afresh (what it had compiled is forgotten)."""
+    catalog.clear()
     _INSTALLED[:] = [catalog]
 
 
@@ -205,7 +269,7 @@ def program(name_or_path: str, catalog: Catalog | None = None) -> Program:
     return (catalog or installed()).program(name_or_path)
 
 
-def count_trees(catalog: Catalog | None = None) -> dict[str, Tree]:
+def count_trees(catalog: Catalog | None = None) -> Mapping[str, Tree]:
     """`Catalog.count_trees` of `catalog` (None: the installed one)."""
     return (catalog or installed()).count_trees()
 

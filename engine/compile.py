@@ -305,7 +305,11 @@ def compile_spec(spec: Spec, catalog: Catalog | None = None) -> Program:
         each,
         top_objects,
         doc_id,
-        _objects_count_tree(spec) if spec.rows is not None else _count_tree(c.root, children, each),
+        _objects_count_tree(spec)
+        if spec.rows is not None
+        else {ANY_INDEX: {}}
+        if spec.stream is not None
+        else _count_tree(c.root, children, each),
         forward_root,
         reverse_root,
         source,

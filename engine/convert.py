@@ -8,12 +8,13 @@ the engine knows no format by name.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
-from mapc.engine import catalog, codecs, envelope, functions, pointer, provenance, run, storyline
+from mapc.engine import catalog, codecs, envelope, functions, loss, pointer, provenance, run, storyline
 from mapc.engine.checks import iter_check_problems
 from mapc.engine.compile import Program
 from mapc.engine.limits import Limits
@@ -22,9 +23,10 @@ from mapc.engine.options import DEFAULT, Options
 from mapc.engine.prepare import prepare
 from mapc.engine.problems import MapcError, Problem, in_document_order
 from mapc.engine.schema import compiled_validator
-from mapc.engine.template import Template
+from mapc.engine.template import Template, parse_template
 
 STORYLINE = "storyline"
+_RECORDS = parse_template("/{r}")
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -79,6 +81,8 @@ def read_units(data: bytes, *, jsonl: bool = False, rows: bool = False, options:
                 raise MapcError([p.on_line(n) for p in exc.problems]) from None
         if not units:
             raise MapcError.single("input.empty", "", "the file holds no records; it cannot be empty")
+        if rows and len(units) == 1 and type(units[0].document) is list:  # the records as one JSON array
+            return [Unit(units[0].document)]
         return [Unit([u.document for u in units], lines=tuple(u.line or 0 for u in units))] if rows else units
     doc = storyline.loads(data, allow_duplicate_keys=allow)
     if type(doc) is list and not rows:
@@ -102,7 +106,12 @@ def program_for(fmt: str) -> Program:
             "events live only in Lance: use `mapc events append` to store event records and "
             "`mapc events project` to turn them into Storylines or any other format",
         )
-    return catalog.program(catalog.aliases().get(fmt, fmt))
+    return catalog.program(fmt)  # a name, an alias or a path
+
+
+def _codec(fmt: str) -> codecs.Codec | None:
+    """The codec of `fmt`; a shipped spec's name is no codec, and asking costs no import of them."""
+    return None if fmt in catalog.shipped_names() else codecs.lookup(fmt)
 
 
 def input_problems(program: Program, doc: Any) -> list[Problem]:
@@ -130,7 +139,7 @@ def forward_unit(
         if problems:
             raise MapcError(problems)
         stories = [m.story for m in mapped]
-        if carried or program.spec.rows is not None:
+        if carried or program.spec.rows is not None or program.spec.stream is not None:
             for story in stories:
                 _recount(story)
         problems = [_output_problem(m.carrier, p) for m in mapped for p in storyline.check(m.story)]
@@ -141,6 +150,8 @@ def forward_unit(
         return stories
     except MapcError as exc:
         rows = program.spec.rows.rows if program.spec.rows is not None else None
+        if program.spec.stream is not None:
+            rows = _RECORDS  # a stream's problems point at /{record}
         raise MapcError([unit.locate(p, rows) for p in exc.problems]) from None
 
 
@@ -186,7 +197,7 @@ def into_storyline(
     `path` is the file's path relative to the corpus it belongs to: formats that name their
     documents by path (row corpora) use it, and reject an absolute one or one with `..`.
     `options` (engine/options.py) sets the limits and the duplicate-key check."""
-    codec = codecs.lookup(fmt)
+    codec = _codec(fmt)
     if codec is not None:  # a format that is not JSON: its own reader, then the hub's checks
         decoded = codec.decode(data, path)
         failed = storyline.check_all(decoded, prefix=len(decoded) > 1) or _over_limits(
@@ -204,7 +215,8 @@ def into_storyline(
             raise MapcError(failed)
         return found
     program = program_for(fmt)
-    units = read_units(data, jsonl=jsonl, rows=program.spec.rows is not None, options=options)
+    stream = program.spec.stream is not None  # an event stream is JSONL, whatever the file is called
+    units = read_units(data, jsonl=jsonl or stream, rows=program.spec.rows is not None or stream, options=options)
     stories: list[dict[str, Any]] = []
     problems: list[Problem] = []
     for unit in units:  # every unit is checked, so one run reports every bad element or line
@@ -245,7 +257,7 @@ def from_storyline(fmt: str, stories: list[dict[str, Any]], *, carry: bool = Tru
 
         stories = [canonical_prompts(s) for s in stories]
         return stories[0] if len(stories) == 1 else stories
-    codec = codecs.lookup(fmt)
+    codec = _codec(fmt)
     if codec is not None:
         return codec.encode(stories)  # text (str), not a JSON value
     program = program_for(fmt)
@@ -259,7 +271,10 @@ def from_storyline(fmt: str, stories: list[dict[str, Any]], *, carry: bool = Tru
         # format cannot say, e.g. an observation that is not {"results": [...]}).
         where = f"/{k}" if k else ""
         problems = [_export_problem(where, p, fmt) for p in input_problems(program, doc)]
-        carriers = ((c, m.story) for m in rebuilt.stories for c in m.carriers)
+        # A Storyline's foreign residuals ride once, under its first carrier (for a row corpus, its
+        # first row): repeating them under every row made the envelope grow with the rows, not with
+        # what was lost (issue 15).  Readers bind any of its carriers, and merge repeats.
+        carriers = ((m.carrier, m.story) for m in rebuilt.stories)
         problems += envelope.write(doc, carriers, program.spec.source, program.spec.envelope)
         if problems:
             raise MapcError(problems)
@@ -301,27 +316,58 @@ def streamable(from_fmt: str, to_fmt: str) -> bool:
     """Whether a JSONL input converts line by line with the result of converting it whole: each line
     maps alone (not a row corpus, whose rows group across lines) and the target writes each tree of
     Storylines as its own document (Storyline itself, or a format without members or rows)."""
-    if codecs.lookup(from_fmt) is not None or codecs.lookup(to_fmt) is not None:
+    if _codec(from_fmt) is not None or _codec(to_fmt) is not None:
         return False
-    if from_fmt != STORYLINE and program_for(from_fmt).spec.rows is not None:
+    if from_fmt != STORYLINE and not _one_document_a_line(program_for(from_fmt)):
         return False
     if to_fmt == STORYLINE:
         return True
     target = program_for(to_fmt)
-    return target.each is None and target.spec.rows is None
+    return target.each is None and _one_document_a_line(target)
+
+
+def _one_document_a_line(program: Program) -> bool:
+    # A row corpus groups rows across lines; an event stream is the whole file.
+    return program.spec.rows is None and program.spec.stream is None
 
 
 def convert_lines(
-    from_fmt: str, to_fmt: str, lines: Iterable[bytes], *, path: str | None = None, options: Options = DEFAULT
+    from_fmt: str,
+    to_fmt: str,
+    lines: Iterable[bytes],
+    *,
+    path: str | None = None,
+    options: Options = DEFAULT,
+    reports: list[loss.Report] | None = None,
+    strict: bool = False,
+    keep_envelope: bool = True,
 ) -> Iterator[Any]:
     """`convert` for JSONL read lazily (see `streamable`): the documents of each line in turn, so
-    memory holds one line at a time.  Every line is checked; MapcError, with every bad line, at the end."""
+    memory holds one line at a time.  Every line is checked; MapcError, with every bad line, at the end.
+
+    With `reports` (a list), each line's loss report is appended to it; `strict` makes a line that
+    is not exact a problem of its line (`convert.not_exact`); without `keep_envelope` the documents
+    are written without their envelopes."""
     problems: list[Problem] = []
     for n, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            result = convert(from_fmt, to_fmt, line, path=path, options=options)
+            if reports is None and keep_envelope and not strict:
+                result = convert(from_fmt, to_fmt, line, path=path, options=options)
+            else:
+                stories = into_storyline(from_fmt, line, path=path, options=options)
+                result, report = from_storyline_reported(
+                    to_fmt, stories, from_format=from_fmt, keep_envelope=keep_envelope
+                )
+                if reports is not None:
+                    reports.append(report)
+                if strict and not report.exact:
+                    raise MapcError.single(
+                        "convert.not_exact",
+                        "",
+                        f"the conversion is not exact ({report.summary()}); --strict refuses it",
+                    )
         except MapcError as exc:
             problems.extend(p.on_line(n) for p in exc.problems)
             continue
@@ -342,3 +388,135 @@ def convert(
 ) -> Any:
     """`from_storyline(to, into_storyline(from, data))`."""
     return from_storyline(to_fmt, into_storyline(from_fmt, data, jsonl=jsonl, path=path, options=options))
+
+
+def from_storyline_reported(
+    fmt: str,
+    stories: list[dict[str, Any]],
+    *,
+    from_format: str | None = None,
+    keep_envelope: bool = True,
+) -> tuple[Any, loss.Report]:
+    """`from_storyline(fmt, stories)` and its loss report (engine/loss.py).
+
+    Without `keep_envelope` the output is the pure target format, and what its envelope would have
+    carried is reported as dropped.  The report reads the output back as `fmt` (without its
+    envelope) to see what the target says natively; `from_format` names the input's format."""
+    output = from_storyline(fmt, stories)
+    single = type(output) is not list
+    documents = [output] if single else list(output)
+    at = _envelope_place(fmt)
+    carried = loss.envelope_entries(documents, at) if at is not None else ()
+    native = loss.without_envelopes(documents, at) if carried and at is not None else documents
+    if not keep_envelope:
+        output = native[0] if single else native
+    problems: tuple[Problem, ...] = ()
+    lost: tuple[loss.Said, ...] = ()
+    made: tuple[loss.Said, ...] = ()
+    data = native[0] if single else native
+    raw = data.encode("utf-8") if isinstance(data, str) else provenance._json_bytes(data)
+    try:
+        if raw is None:
+            raise MapcError.single("output.not_json", "", "the output is not JSON")
+        back = into_storyline(fmt, raw)
+    except MapcError as exc:
+        problems = tuple(
+            Problem(p.code, p.pointer, f"{fmt} does not read its own output: {p.message}") for p in exc.problems
+        )
+    else:
+        lost, made = loss.story_changes(stories, back)
+        if _carried_home(fmt, stories):
+            lost = ()  # what A's way back needs of these is what the envelope carries
+    report = loss.Report(
+        from_format or _origin_format(stories) or STORYLINE,
+        fmt,
+        loss.CARRIED if keep_envelope else loss.DROPPED,
+        carried,
+        lost,
+        made,
+        problems,
+    )
+    return output, report
+
+
+def _envelope_place(fmt: str) -> str | None:
+    """Where `fmt`'s envelope rides; None for a format that has none (Storyline, a codec's)."""
+    if fmt == STORYLINE or codecs.lookup(fmt) is not None:
+        return None
+    return program_for(fmt).spec.envelope
+
+
+def _origin_format(stories: list[dict[str, Any]]) -> str | None:
+    fmts = {(s.get("origin") or {}).get("format") for s in stories if type(s.get("origin")) is dict}
+    return fmts.pop() if len(fmts) == 1 else None
+
+
+def _carried_home(fmt: str, stories: list[dict[str, Any]]) -> bool:
+    """Whether the export tried the hop home for every Storyline (engine/provenance.py): each comes
+    from a shipped spec's format other than `fmt`, so the envelope holds all that way back needs."""
+    names = set(catalog.shipped_names())
+    return all((s.get("origin") or {}).get("format") in names - {fmt} for s in stories)
+
+
+# --- event streams: companion files and drift -------------------------------------------------------
+
+
+def companions_pattern(fmt: str) -> str | None:
+    """For an event-stream format whose streams have child streams in files beside them (Claude
+    Code's subagent transcripts), the spec's glob of those files relative to the stream's file,
+    with ``{stem}`` the file's name without its suffix; None otherwise."""
+    if fmt == STORYLINE or codecs.lookup(fmt) is not None:
+        return None
+    spec = program_for(fmt).spec
+    return spec.stream.children.files if spec.stream is not None and spec.stream.children is not None else None
+
+
+def into_storyline_with(
+    fmt: str,
+    data: bytes,
+    companions: Iterable[tuple[str, bytes]],
+    *,
+    path: str | None = None,
+    options: Options = DEFAULT,
+) -> list[dict[str, Any]]:
+    """`into_storyline` of an event stream and its companion streams (relative path, bytes): the
+    stream's Storyline first, then one child Storyline per companion, linked by parent/children.
+    Problems of a companion name it (its path before the pointer)."""
+    from mapc.engine import stream
+
+    program = program_for(fmt)
+    spec = program.spec.stream
+    stories = into_storyline(fmt, data, jsonl=True, path=path, options=options)
+    if spec is None or spec.children is None:
+        return stories
+    children: list[tuple[dict[str, Any], Any]] = []
+    problems: list[Problem] = []
+    for rel, raw in companions:
+        try:
+            child = into_storyline(fmt, raw, jsonl=True, path=rel, options=options)
+            children.append((child[0], [u.document for u in read_units(raw, jsonl=True, options=options)]))
+        except MapcError as exc:
+            problems.extend(dataclasses.replace(p, message=f"{rel}: {p.message}") for p in exc.problems)
+    if problems:
+        raise MapcError(problems)
+    records = [u.document for u in read_units(data, jsonl=True, options=options)]
+    stream.link(spec, stories[0], records, children)
+    out = [stories[0], *(c for c, _ in children)]
+    failed = storyline.check_all(out, prefix=True)
+    if failed:
+        raise MapcError(failed)
+    return out
+
+
+def drift(fmt: str, data: bytes, options: Options = DEFAULT) -> list[str]:
+    """What an event stream holds that its format's spec does not know (record types, keys, versions
+    it was not checked against), one message per kind; [] for every other format."""
+    from mapc.engine import stream
+
+    if fmt == STORYLINE or codecs.lookup(fmt) is not None:
+        return []
+    spec = program_for(fmt).spec.stream
+    if spec is None:
+        return []
+    records = [u.document for u in read_units(data, jsonl=True, options=options)]
+    return stream.drift(spec, records).messages(spec.checked)

@@ -40,6 +40,8 @@ def take(doc: Any, at: str = _AT) -> tuple[Any, dict[str, dict[str, Any]]]:
     The envelope is read at `at` (the spec's place) or at the root.  Raises MapcError for an
     envelope that is not exactly of the version-1 shape, or for two envelopes.
     """
+    if type(doc) is list:  # a stream of records: the envelope rides in the record `at` names
+        return _take_in_list(doc, at)
     if type(doc) is not dict:
         return doc, {}
     tokens = pointer.parse(at)
@@ -61,6 +63,17 @@ def take(doc: Any, at: str = _AT) -> tuple[Any, dict[str, dict[str, Any]]]:
     if SLOT in root:
         carried = _without_slot_note(carried)
     return _without(doc, tokens, keep_empty=kept_empty), carried
+
+
+def _take_in_list(doc: list[Any], at: str) -> tuple[Any, dict[str, dict[str, Any]]]:
+    tokens = pointer.parse(at)
+    if len(tokens) < 2 or not pointer.is_array_index(tokens[0]) or int(tokens[0]) >= len(doc):
+        return doc, {}
+    i = int(tokens[0])
+    inner, carried = take(doc[i], pointer.format(tokens[1:]))
+    if not carried:
+        return doc, {}
+    return [*doc[:i], inner, *doc[i + 1 :]], carried
 
 
 def _without_slot_note(carried: dict[str, Any]) -> dict[str, Any]:
@@ -227,6 +240,16 @@ def write(doc: Any, carriers: Iterable[tuple[str, dict[str, Any]]], own_source: 
             }
     if not by_trajectory:
         return problems
+    tokens = pointer.parse(at)
+    if type(doc) is list and len(tokens) > 1 and pointer.is_array_index(tokens[0]) and int(tokens[0]) < len(doc):
+        i = int(tokens[0])  # a stream of records: the envelope rides in one of them
+        if type(doc[i]) is not dict:
+            return [
+                *problems,
+                Problem("envelope.no_object_root", f"/{i}", "the record that carries the envelope is not an object"),
+            ]
+        doc[i] = dict(doc[i])  # the record may be a residual the Storyline still holds
+        doc, at = doc[i], pointer.format(tokens[1:])
     if type(doc) is not dict:
         problems.append(
             Problem("envelope.no_object_root", "", "foreign unknown fields require an object document root")

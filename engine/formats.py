@@ -143,15 +143,15 @@ class SpecFormat(_Converted):
 
     @property
     def lines_alone(self) -> bool:
-        """Not a row corpus, whose rows group across lines."""
+        """Neither a row corpus, whose rows group across lines, nor an event stream (the whole file)."""
         assert self.program is not None
-        return self.program.spec.rows is None
+        return self.program.spec.rows is None and self.program.spec.stream is None
 
     @property
     def trees_alone(self) -> bool:
-        """Neither members of one document (`document.each`) nor rows."""
+        """Neither members of one document (`document.each`) nor rows nor a stream."""
         assert self.program is not None
-        return self.program.each is None and self.program.spec.rows is None
+        return self.program.each is None and self.lines_alone
 
 
 @dataclass(frozen=True)

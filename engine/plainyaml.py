@@ -16,14 +16,16 @@ column; callers turn it into their own problem codes.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
-from typing import Any, NoReturn
-
-import yaml
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from mapc.engine.pointer import escape
 from mapc.engine.problems import SpecLocation
+
+if TYPE_CHECKING:
+    import yaml
 
 MAX_INT = 2**64  # integers are JSON numbers a 64-bit reader takes: -2**63 ≤ n < 2**64
 MIN_INT = -(2**63)
@@ -54,37 +56,46 @@ class YamlDataError(Exception):
         return "".join("/" + escape(str(p)) for p in self.path)
 
 
-class _Loader(yaml.SafeLoader):
+@functools.cache
+def _loader() -> type[yaml.SafeLoader]:
     """The safe loader: no implicit timestamps, and no composing past `depth_limit` levels (its
-    composer recurses once per level, so a deeply nested text would exhaust Python's stack)."""
+    composer recurses once per level, so a deeply nested text would exhaust Python's stack).
 
-    depth_limit = 64
+    Made on first use: PyYAML costs a tenth of `mapc run`'s start-up, and a spec read from the spec
+    cache (engine/cache.py) needs no YAML at all."""
+    import yaml
 
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self.depth = 0
+    class _Loader(yaml.SafeLoader):
+        depth_limit = 64
 
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
-        self.depth += 1
-        try:
-            if self.depth > self.depth_limit:
-                mark = self.peek_event().start_mark
-                raise yaml.composer.ComposerError(None, None, f"nested more than {self.depth_limit} levels deep", mark)
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
-        finally:
-            self.depth -= 1
+        def __init__(self, stream: str) -> None:
+            super().__init__(stream)
+            self.depth = 0
 
+        def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+            self.depth += 1
+            try:
+                if self.depth > self.depth_limit:
+                    mark = self.peek_event().start_mark
+                    message = f"nested more than {self.depth_limit} levels deep"
+                    raise yaml.composer.ComposerError(None, None, message, mark)
+                return super().compose_node(parent, index)  # type: ignore[no-any-return]
+            finally:
+                self.depth -= 1
 
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
+    _Loader.yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    return _Loader
 
 
 def load(file: str, text: str, limits: Limits) -> tuple[Any, Located]:
     """The plain data of `text` (None for an empty document) and where each of its values stands;
     raise `YamlDataError`."""
-    loader_type = type("_Limited", (_Loader,), {"depth_limit": limits.max_depth})
+    import yaml
+
+    loader_type = type("_Limited", (_loader(),), {"depth_limit": limits.max_depth})
     try:
         node = yaml.compose(text, Loader=loader_type)
     except yaml.YAMLError as exc:
@@ -110,9 +121,14 @@ class Located:
         self.marks: dict[tuple[Any, ...], tuple[int, int]] = {}
         self.budget = self.limits.max_nodes
         self.open: set[int] = set()  # the collections being built: an alias to one of them is a cycle
-        self._scalars = _Loader("")  # constructs scalars only (one loader: making one costs more than a value)
+        self._scalars: yaml.SafeLoader | None = None  # constructs scalars only, made by the first `build`
 
     def build(self, node: yaml.Node, path: tuple[Any, ...] = ()) -> Any:
+        """The plain value of `node` at `path`, its place (and its children's) kept in `marks`."""
+        import yaml
+
+        if self._scalars is None:  # one loader: making one costs more than a value
+            self._scalars = _loader()("")
         self.marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
         self.budget -= 1
         if self.budget < 0:  # aliases of aliases grow exponentially ("billion laughs")
@@ -146,6 +162,8 @@ class Located:
         return value
 
     def _collection(self, node: yaml.Node, path: tuple[Any, ...]) -> Any:
+        import yaml
+
         if isinstance(node, yaml.MappingNode):
             out: dict[Any, Any] = {}
             merged: dict[Any, Any] = {}

@@ -25,7 +25,6 @@ nor ``True``), ``number`` is an int or a float, never a bool.
 from __future__ import annotations
 
 import functools
-import importlib.resources
 import itertools
 import json
 import linecache
@@ -34,7 +33,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from mapc.engine import cache, pointer
+from mapc.engine import cache, pointer, resources
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.values import json_type
 
@@ -220,25 +219,107 @@ def load_schema(name: str) -> dict[str, Any]:
     `name` is a plain name, never a path: a spec's `input_schema` cannot reach a file outside
     the shipped schemas (``../x`` or ``/tmp/x`` is not found).
     """
+    schema: dict[str, Any] = json.loads(_schema_text(name))
+    return schema
+
+
+def _schema_text(name: str) -> str:
     if type(name) is not str or not _SCHEMA_NAME.fullmatch(name) or ".." in name:
         raise MapcError.single(
             "schema.not_found", "", f"no shipped schema named {name!r} (a schema is named, not a path)"
         )
-    resource = importlib.resources.files("mapc.schemas").joinpath(f"{name}.schema.json")
     try:
-        text = resource.read_text(encoding="utf-8")
+        return resources.read_text("mapc.schemas", f"{name}.schema.json")
     except FileNotFoundError:
         raise MapcError.single(
             "schema.not_found", "", f"no shipped schema named {name!r} ({name}.schema.json)"
         ) from None
-    schema: dict[str, Any] = json.loads(text)
-    return schema
 
 
 @functools.cache
 def compiled_validator(name: str) -> CompiledValidator:
-    """The shipped schema `name` compiled to Python (compiled once per process)."""
-    return compile_schema(load_schema(name), name)
+    """The shipped schema `name` compiled to Python (compiled once per process).
+
+    With the spec cache on (engine/cache.py), what the compiler writes for a schema (its source and
+    constants) is kept, keyed by the schema's text and this compiler's own source, so a command that
+    checks a Storyline does not walk the whole schema again on every run."""
+    text = _schema_text(name)
+    schema: dict[str, Any] = json.loads(text)
+    key = _generator_key(text)
+    if key is not None:
+        generated = _generated_from(cache.data("schema", key))
+        if generated is not None:
+            return _validator(name, schema, *generated)
+    gen = _generate(schema, name)
+    if key is not None:
+        stored = _constants_data(gen.constants)
+        if stored is not None:
+            cache.store_data("schema", key, {"source": gen.source(_EXPORTED), "constants": stored})
+    return _validator(name, schema, gen.source(_EXPORTED), gen.constants)
+
+
+def _generator_key(text: str) -> bytes | None:
+    """What a shipped schema's generated code depends on: its text and this module's source (so a
+    changed compiler never takes code written by the old one); None when the cache is off."""
+    if cache.directory() is None:
+        return None
+    try:
+        with open(__file__, "rb") as own:
+            compiler = own.read()
+    except OSError:
+        return None
+    return compiler + b"\0" + text.encode("utf-8", "surrogatepass")
+
+
+# Constants the generated code takes, kept as tagged JSON: every value the compiler makes is one of these.
+def _constants_data(constants: dict[str, Any]) -> list[Any] | None:
+    """`constants` as JSON data, or None if one is of a kind not kept (then nothing is cached)."""
+    base = _base_constants()
+    out: list[Any] = []
+    for name, value in constants.items():
+        if name in base:
+            out.append([name, "base"])
+        elif isinstance(value, re.Pattern):
+            out.append([name, "re", value.pattern, value.flags])
+        elif isinstance(value, frozenset) and all(type(v) in (str, int, float, bool) or v is None for v in value):
+            out.append([name, "frozenset", list(value)])
+        elif type(value) is tuple:
+            out.append([name, "tuple", list(value)])
+        elif isinstance(value, functools.partial) and value.func is _undeclared_message and not value.args:
+            out.append([name, "undeclared", list(value.keywords["declared"]), list(value.keywords["patterns"])])
+        elif value is None or type(value) in (str, int, float, bool, list, dict):
+            out.append([name, "json", value])
+        else:
+            return None
+    return out
+
+
+def _generated_from(found: Any) -> tuple[str, dict[str, Any]] | None:
+    """The source and constants of a cache entry written by `compiled_validator`, or None."""
+    if type(found) is not dict or type(found.get("source")) is not str or type(found.get("constants")) is not list:
+        return None
+    base = _base_constants()
+    constants: dict[str, Any] = {}
+    try:
+        for name, kind, *value in found["constants"]:
+            if kind == "base":
+                constants[name] = base[name]
+            elif kind == "re":
+                constants[name] = re.compile(value[0], value[1])
+            elif kind == "frozenset":
+                constants[name] = frozenset(value[0])
+            elif kind == "tuple":
+                constants[name] = tuple(value[0])
+            elif kind == "undeclared":
+                declared, patterns = tuple(value[0]), tuple(value[1])
+                constants[name] = functools.partial(_undeclared_message, declared=declared, patterns=patterns)
+            elif kind == "json":
+                constants[name] = value[0]
+            else:
+                return None
+    except (TypeError, ValueError, KeyError, IndexError, re.error):
+        return None
+    return found["source"], constants
 
 
 @functools.cache
@@ -364,11 +445,19 @@ def _schema_equal(a: Any, b: Any) -> bool:
 # --- the compiler ----------------------------------------------------------------------
 
 
+_EXPORTED = ("_collect_root", "_check_root")
+
+
 def compile_schema(schema: dict[str, Any] | bool, name: str) -> CompiledValidator:
     """Compile `schema` (the subset in `SUPPORTED`, local ``#/...`` refs) to a validator.
 
     Raises `MapcError` with one ``schema.unsupported_keyword`` problem (pointer into the schema)
     per keyword the compiler does not handle, so nothing is silently left unchecked."""
+    gen = _generate(schema, name)
+    return _validator(name, schema, gen.source(_EXPORTED), gen.constants)
+
+
+def _generate(schema: dict[str, Any] | bool, name: str) -> _Generator:
     gen = _Generator(schema)
     gen.outlined[("", "collect")] = "_collect_root"
     gen.outlined[("", "check")] = "_check_root"
@@ -376,11 +465,14 @@ def compile_schema(schema: dict[str, Any] | bool, name: str) -> CompiledValidato
     gen.function("_check_root", schema, "", "check")
     if gen.problems:
         raise MapcError(gen.problems, source=name)
-    source = gen.source(("_collect_root", "_check_root"))
+    return gen
+
+
+def _validator(name: str, schema: dict[str, Any] | bool, source: str, constants: dict[str, Any]) -> CompiledValidator:
     filename = _register_source(name, source)
     namespace: dict[str, Any] = {}
     exec(cache.compiled(source, filename), namespace)  # our own generated code, never input
-    collect, check = namespace["_build"](**gen.constants)
+    collect, check = namespace["_build"](**constants)
     return CompiledValidator(name, schema, filename, source, collect, check)
 
 
@@ -413,28 +505,33 @@ class _Path:
         return f"{self.base} + ({tail})" if self.parts else self.base
 
 
+def _base_constants() -> dict[str, Any]:
+    """The names every generated validator takes (a fresh sentinel each time)."""
+    return {
+        "_M": object(),  # a sentinel only generated code sees: "key absent"
+        "_brief": _brief,
+        "_jt": json_type,
+        "_eq": _schema_equal,
+        "type": type,
+        "dict": dict,
+        "list": list,
+        "str": str,
+        "int": int,
+        "float": float,
+        "bool": bool,
+        "len": len,
+        "range": range,
+        "enumerate": enumerate,
+    }
+
+
 class _Generator:
     """Writes the Python source of one schema; see `compile_schema`."""
 
     def __init__(self, root: dict[str, Any] | bool) -> None:
         self.root = root
         self.blocks: list[list[str]] = []
-        self.constants: dict[str, Any] = {
-            "_M": object(),  # a sentinel only generated code sees: "key absent"
-            "_brief": _brief,
-            "_jt": json_type,
-            "_eq": _schema_equal,
-            "type": type,
-            "dict": dict,
-            "list": list,
-            "str": str,
-            "int": int,
-            "float": float,
-            "bool": bool,
-            "len": len,
-            "range": range,
-            "enumerate": enumerate,
-        }
+        self.constants: dict[str, Any] = _base_constants()
         self.outlined: dict[tuple[str, str], str] = {}
         self.problems: list[Problem] = []
         self.seen_problems: set[tuple[str, str]] = set()

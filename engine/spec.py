@@ -288,6 +288,7 @@ class Spec:
     deprecated: tuple[str, ...] = ()  # old-vocabulary keys, as ``rules[3].reverse_default`` (see upgrade.py)
     envelope: str = "/_storyline"  # where a document's `_storyline` envelope rides (engine/envelope.py)
     finish: str | None = None  # a registered (document, Storylines) → document run on every export
+    stream: Any = None  # a JSONL event stream (engine/stream.py: StreamSpec) instead of one document tree
 
 
 # --- YAML with locations -------------------------------------------------------------------
@@ -517,6 +518,17 @@ class _SpecReader:
         rules = [self.rule(item, i, ("rules", i)) for i, item in enumerate(data.get("rules") or [])]
         checks = [self.check(item, i) for i, item in enumerate(data.get("checks") or [])]
         rows = self.rows(document, data) if "rows" in document else None
+        stream = None
+        if "stream" in document:
+            from mapc.engine import stream as stream_module  # here: the stream module reads checks, which read specs
+
+            stream, bad = stream_module.parse(document["stream"])
+            for p in bad:
+                self.fail(
+                    p.message, *[int(t) if t.isdigit() else pointer.unescape(t) for t in p.pointer.split("/")[1:]]
+                )
+            if "envelope" not in document:
+                envelope_at = "/0/_storyline"  # a stream's envelope rides in its first record
         return Spec(
             name=name,
             title=str(data.get("title", name)),
@@ -535,6 +547,7 @@ class _SpecReader:
             fold=self.folds(data),
             aliases=tuple(str(a) for a in data.get("aliases") or ()),
             rows=rows,
+            stream=stream,
             envelope=envelope_at,
             finish=finish,
             at=self.loc.at(),

@@ -30,6 +30,19 @@ _ACTF_METRIC_KEYS = ("prompt_tokens_len", "completion_tokens_len", "llm_infer_ms
 _EPOCH_TEXT = "1970-01-01 00:00:00+00:00"
 
 
+@register("actf_member_key", 4)
+def actf_member_key(trajectory: Any, session: Any, parent: Any, children: Any) -> Any:
+    """The attempt key of a tree member without an attempt id: its trajectory, else its session.
+    Subagents that share their parent's session group into one task; outside a tree, several
+    Storylines without attempt ids stay an error (REFERENCE §1.3)."""
+    if parent is MISSING and children is MISSING:
+        return MISSING
+    for value in (trajectory, session):
+        if type(value) is str and value:
+            return value
+    return MISSING
+
+
 @register("actf_session", 3)
 def actf_session(task_id: Any, attempt: Any, attempts: Any) -> Any:
     """The Storyline session of an attempt: the task id alone, or ``{task_id}#attempt-{a}`` when
@@ -73,12 +86,6 @@ def actf_tool_id_back(tcid: Any, step_id: Any, index: Any) -> Any:
     return "" if tcid == f"step-{step_id}-tool-{index}" else tcid
 
 
-
-
-
-
-
-
 @register("actf_args_home", 2)
 def actf_args_home(args: Any, tool: Any) -> Any:
     """Where a tool's arguments are written back: ``command`` for a command execution, else ``input``."""
@@ -91,12 +98,6 @@ def actf_args_home(args: Any, tool: Any) -> Any:
     ):
         return ("command", args["command"])
     return ("input", args)
-
-
-
-
-
-
 
 
 @register("actf_metric_back", 2)
@@ -219,8 +220,6 @@ def actf_space_time(value: Any) -> Any:
     from mapc.engine.timestamp import format_space_offset, timestamp_ns
 
     return format_space_offset(timestamp_ns(value))
-
-
 
 
 @register("actf_step_problems", 1)
@@ -349,5 +348,6 @@ def _blocks_text(blocks: Any, kind: str) -> str:
 from mapc.mappings import openai_chat  # noqa: E402,F401,I001  (registers the chat and ShareGPT functions)
 from mapc.mappings import openai_msg  # noqa: E402,F401  (registers the OpenAI functions)
 from mapc.mappings import atif_harbor  # noqa: E402
+from mapc.mappings import claude_code  # noqa: E402,F401  (registers the Claude Code functions)
 
 register("atif_extension_slots", 2)(atif_harbor.extension_slots)

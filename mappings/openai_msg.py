@@ -358,14 +358,35 @@ def openai_rows(stories: list[dict[str, Any]], tables: Any, source: str) -> list
         raise MapcError.single("export.several_documents", "", message + "; one JSON document holds one")
     problems: list[Problem] = []
     out = []
+    used: set[str] = set()
     for n, story in enumerate(stories):
         try:
-            out.append(_rows(story, tables, _provenance(story, source) is not None))
+            rows = _rows(story, tables, _provenance(story, source) is not None)
+            session = _group_key(story, used)
+            for r in rows:
+                r["session_id"] = session
+            out.append(rows)
         except MapcError as exc:
             problems.extend(p.within(f"/{n}") for p in exc.problems)
     if problems:
         raise MapcError(problems)
     return out
+
+
+def _group_key(story: dict[str, Any], used: set[str]) -> str:
+    """The rows' session id: the Storyline's session, unless an earlier Storyline of this export
+    has it (subagents sharing their parent's session): then its trajectory id, else the session
+    numbered.  Rows are grouped by session, so each Storyline needs its own; the hop carries the
+    session back."""
+    session = story["session"]
+    if session in used:
+        trajectory = story.get("trajectory")
+        session = trajectory if type(trajectory) is str and trajectory and trajectory not in used else session
+        k = 2
+        while session in used:
+            session, k = f"{story['session']}#{k}", k + 1
+    used.add(session)
+    return session
 
 
 def _provenance(story: dict[str, Any], source: str) -> str | None:
@@ -379,39 +400,35 @@ def _provenance(story: dict[str, Any], source: str) -> str | None:
 def _rows(story: dict[str, Any], tables: Any, provenance: bool) -> list[dict[str, Any]]:
     turns = story["turns"]
     n = 0
-    while n < len(turns) and (turns[n].get("copied") is True or turns[n]["src"] == "system"):
+    while (
+        n < len(turns) and turns[n]["src"] in _ROLES and (turns[n].get("copied") is True or turns[n]["src"] == "system")
+    ):
         n += 1
     context, rest = turns[:n], turns[n:]
-    for k, turn in enumerate(turns):
-        if turn["src"] not in _ROLES:
-            raise MapcError.single(
-                "export.unrepresentable", f"/turns/{k}/src", f"source {turn['src']!r} has no OpenAI message role"
-            )
-    interactions: list[tuple[dict[str, Any] | None, dict[str, Any]]] = []
-    k = 0
-    while k < len(rest):
-        turn = rest[k]
-        if turn["src"] == "user" and k + 1 < len(rest) and rest[k + 1]["src"] == "agent":
-            interactions.append((turn, rest[k + 1]))
-            k += 2
-        elif turn["src"] == "agent":
-            interactions.append((None, turn))
-            k += 1
-        else:
-            at = f"/turns/{n + k}"
-            what = "a user turn not followed by an agent turn" if turn["src"] == "user" else "a system turn mid-run"
-            raise MapcError.single("export.unrepresentable", at, f"{what} cannot be an OpenAI row")
+    # A row is an agent turn with output, with the user turn before it if there is one.  The other
+    # turns (a trailing user turn, a system turn mid-run, an agent turn without output) are no row:
+    # they join the history of the next row, and the hop carries them (the reader reads only rows).
+    interactions: list[tuple[dict[str, Any] | None, dict[str, Any], list[dict[str, Any]]]] = []
+    between: list[dict[str, Any]] = []
+    for turn in rest:
+        if turn["src"] == "agent" and (has_value(turn["msg"]) or turn.get("tool_calls")):
+            request = between.pop() if between and between[-1]["src"] == "user" else None
+            interactions.append((request, turn, between))
+            between = []
+        elif turn["src"] in _ROLES:
+            between.append(turn)
     if not interactions:
         raise MapcError.single(
-            "export.unrepresentable", "/turns", "a Storyline without an agent turn has no OpenAI row"
+            "export.unrepresentable", "/turns", "a Storyline without an agent turn with output has no OpenAI row"
         )
     history = [m for turn in context for m in _messages(turn)]
     steps = _steps(interactions, len(context), provenance)
     rows = []
     task_env = (story.get("task") or {}).get("env") or {}
-    models = [r["model"] for _, r in interactions if r.get("model")]
+    models = [r["model"] for _, r, _ in interactions if r.get("model")]
     derived = models[0] if models else "openai-import"  # what the forward derives without agent_id
-    for (request, response), step in zip(interactions, steps, strict=True):
+    for (request, response, skipped), step in zip(interactions, steps, strict=True):
+        history = [*history, *(m for turn in skipped for m in _messages(turn))]
         asked = _message(request) if request is not None else {"role": "user"}
         results = _tool_messages(response)
         row: dict[str, Any] = {"session_id": story["session"], "step_id": step}
@@ -426,13 +443,6 @@ def _rows(story: dict[str, Any], tables: Any, provenance: bool) -> list[dict[str
             row["created_at"] = ts
         row["messages"] = [*history, asked, *results]
         row["response"] = _response(response, step)
-        if not has_output(row["response"]):  # a row the reader refuses (openai.no_output): say so instead
-            k = next(i for i, t in enumerate(turns) if t is response)
-            raise MapcError.single(
-                "export.unrepresentable",
-                f"/turns/{k}",
-                "an agent turn with no message, refusal or tool call has no OpenAI response",
-            )
         _write_env(row, {**task_env, **(response.get("env") or {})}, tables)
         _write_metrics(row, response, tables)
         history = [*history, asked, *results, _response(response, step)]
@@ -444,7 +454,7 @@ def _steps(interactions: list[Any], context: int, provenance: bool) -> list[int]
     """Step ids from the turn ids when this format wrote them, else 1, 2, 3…"""
     if provenance:
         steps = []
-        for _, response in interactions:
+        for _, response, _ in interactions:
             twice = response["id"] - context
             if twice <= 0 or twice % 2:
                 break

@@ -47,6 +47,7 @@ MAX_MS: Final = I64_MAX // NS_PER_MS  # the last millisecond whose nanoseconds f
 MAX_DEPTH: Final = 200
 
 REQUEST_KINDS: Final = frozenset({"llm.request", "http.request"})
+FRAME_KIND: Final = "http.stream.frame"  # one raw SSE frame of a streamed response (RFC-0002 decision 2)
 RESPONSE_KINDS: Final = frozenset({"llm.response", "llm.response.stream", "http.response", "http.response.stream"})
 
 # Optional top-level strings of an EventRecord: the identity keys, then the correlation envelope.
@@ -826,9 +827,17 @@ def _call_turns(call_id: str, group: list[dict[str, Any]]) -> list[dict[str, Any
 
 
 def _wire_call(call_id: str, group: list[dict[str, Any]], table: wire.Table) -> wire.Call:
-    """The last request and last response of one call, with their seq, time and timing."""
+    """The last request and last response of one call, with their seq, time and timing.
+
+    ``http.stream.frame`` events are the raw frames of a streamed response: in ``seq`` order (not
+    append order) their texts are the SSE body, which then replaces the response record's own
+    (the aggregated text is only a projection of the frames); a call whose frames came without a
+    response record takes its time from the last frame.  TTFT, when the response gives none, is
+    the first frame's ``timing.offset_ms`` (relative to the request), else its time − the request's.
+    """
     call = wire.Call(call_id, None, None)
     req_ms = resp_ms = None
+    frames: list[tuple[int, str, dict[str, Any]]] = []
     for record in group:
         kind = record["kind"]
         payload = record["payload"] if type(record["payload"]) is dict else {}
@@ -842,6 +851,38 @@ def _wire_call(call_id: str, group: list[dict[str, Any]], table: wire.Table) -> 
             call.status = _http(payload).get("status", payload.get("status"))
             call.ttft_ms = _first_int(_int_at(payload, "ttft_ms"), _int_at(payload, "timing", "ttft_ms"))
             call.latency_ms = _first_int(_int_at(payload, "latency_ms"), _int_at(payload, "timing", "duration_ms"))
+        elif kind == FRAME_KIND:
+            text = wire.frame_text(payload)
+            if text is not None:
+                frames.append((record["seq"], text, record))
+            else:  # reported, not silently left out of the stream
+                call.problems.append(
+                    Problem(
+                        "events.bad_frame",
+                        f"events[call_id={_q(call_id)}, seq={record['seq']}]/payload/http/frame",
+                        "an http.stream.frame event needs its frame as text (or base64 with body_encoding: base64); "
+                        "the stream is assembled without it",
+                    )
+                )
+    if frames:
+        frames.sort(key=lambda frame: frame[0])
+        body = "".join(text for _, text, _ in frames)
+        call.response_body = wire.response_body({"http": {"response_body": body, "body_encoding": "sse"}}, table)
+        first, last = frames[0][2], frames[-1][2]
+        if call.response_seq is None:
+            call.response_ts, resp_ms = _event_time(last)
+            call.response_seq = last["seq"]
+        last_ms = _event_time(last)[1]
+        if last_ms is not None and (resp_ms is None or last_ms > resp_ms):
+            resp_ms = last_ms  # the call lasted until its last frame, not until the response's headers
+        if call.ttft_ms is None:
+            offset = _int_at(first["payload"], "timing", "offset_ms")
+            first_ms = _event_time(first)[1]
+            call.ttft_ms = (
+                offset
+                if offset is not None
+                else (first_ms - req_ms if first_ms is not None and req_ms is not None else None)
+            )
     if call.latency_ms is None and req_ms is not None and resp_ms is not None:
         call.latency_ms = resp_ms - req_ms
     return call

@@ -7,16 +7,28 @@ Storyline ``src`` map, and which content block type becomes which Storyline fiel
 ``reason``, ``tool_call``, ``observation``).  This module knows no protocol by name: a streamed
 response is put back together by the assembly function its table names (`ASSEMBLERS`), which
 turns the SSE events into the body a non-streamed response would have had, so one table reads both.
+A conversation is a list of messages, or (a table with an ``items`` section: OpenAI Responses) of
+typed items, consecutive items of one side read as one message.
+
+Nothing is dropped: keys a row does not read go to the turn's ``extra.unmapped``, response keys
+the table does not read to ``extra.response_unmapped``, request keys it does not read to
+``extra.params`` (when they change), unknown block and item types whole to ``extra.blocks``.
+The table's ``constants`` (an object ``type`` the protocol fixes) are the only values not
+carried, and only when they hold the constant.
 
 History: every request carries the whole conversation so far.  `Conversation` remembers what it
 has seen (each message keyed by its text and tool-call ids, not by reasoning, which clients may
 drop) and adds only what is new; a request whose history does not extend what was seen (an edit or
 a fork) is reported as ``events.history_fork`` and its differing messages are added marked
-``extra.history_fork``, never silently repeated.
+``extra.history_fork``, never silently repeated.  A request that names the response it continues
+(``continues``: ``previous_response_id``) sends only what is new; the history is that response's.
+A failed call whose response carries no message (an HTTP error) adds nothing to the history.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import importlib.resources
 from collections.abc import Callable
@@ -268,9 +280,145 @@ def choice_delta_chunks(chunks: list[Any]) -> dict[str, Any]:
     return body
 
 
+_RESPONSE_EVENTS: Final = frozenset(
+    {"response.created", "response.in_progress", "response.completed", "response.failed", "response.incomplete"}
+)
+
+
+def output_item_events(events: list[Any]) -> dict[str, Any]:
+    """The response a stream of output-item events describes (the body a non-streamed call returns).
+
+    ``response.created`` / ``in_progress`` / ``completed`` / ``failed`` / ``incomplete`` give the
+    response object (the last one wins: status, usage, error); ``response.output_item.added`` opens
+    item ``output_index``; ``response.content_part.added`` opens its part ``content_index``;
+    ``response.output_text.delta`` and ``response.refusal.delta`` append to the part,
+    ``response.function_call_arguments.delta`` (and ``custom_tool_call_input.delta``) to the item's
+    arguments (input), ``response.reasoning_summary_text.delta`` to summary part ``summary_index``,
+    all in stream order; a ``.done`` event (``output_text.done``, ``function_call_arguments.done``,
+    ``output_item.done``, ...) carries the complete value and replaces what the deltas built.  The
+    assembled items are the ``output`` (the terminal event's own ``output`` when no item event came).
+    An ``error`` event is kept as ``error``.
+    """
+    response: dict[str, Any] = {}
+    items: dict[int, dict[str, Any]] = {}
+
+    def item_of(event: dict[str, Any]) -> dict[str, Any]:
+        index = event.get("output_index") if type(event.get("output_index")) is int else len(items)
+        return items.setdefault(index, {})
+
+    def part_of(event: dict[str, Any], key: str, index_key: str, kind: str) -> dict[str, Any]:
+        item = item_of(event)
+        parts = item.get(key) if type(item.get(key)) is list else []
+        item[key] = parts
+        index = event.get(index_key) if type(event.get(index_key)) is int else len(parts)
+        while len(parts) <= index:
+            parts.append({"type": kind})
+        if type(parts[index]) is not dict:
+            parts[index] = {"type": kind}
+        return parts[index]
+
+    def append(obj: dict[str, Any], key: str, text: Any) -> None:
+        obj[key] = str(obj.get(key) or "") + (text if type(text) is str else "")
+
+    for event in events:
+        if type(event) is not dict:
+            continue
+        kind = event.get("type")
+        if type(kind) is not str:
+            continue
+        if kind in _RESPONSE_EVENTS and type(event.get("response")) is dict:
+            response = {**response, **event["response"]}
+        elif kind in ("response.output_item.added", "response.output_item.done") and type(event.get("item")) is dict:
+            item = item_of(event)
+            item.clear()
+            item.update(event["item"])
+        elif kind in ("response.content_part.added", "response.content_part.done") and type(event.get("part")) is dict:
+            part = part_of(event, "content", "content_index", "output_text")
+            part.clear()
+            part.update(event["part"])
+        elif kind == "response.output_text.delta":
+            append(part_of(event, "content", "content_index", "output_text"), "text", event.get("delta"))
+        elif kind == "response.output_text.done" and type(event.get("text")) is str:
+            part_of(event, "content", "content_index", "output_text")["text"] = event["text"]
+        elif kind == "response.refusal.delta":
+            append(part_of(event, "content", "content_index", "refusal"), "refusal", event.get("delta"))
+        elif kind == "response.refusal.done" and type(event.get("refusal")) is str:
+            part_of(event, "content", "content_index", "refusal")["refusal"] = event["refusal"]
+        elif kind == "response.function_call_arguments.delta":
+            append(item_of(event), "arguments", event.get("delta"))
+        elif kind == "response.function_call_arguments.done" and type(event.get("arguments")) is str:
+            item_of(event)["arguments"] = event["arguments"]
+        elif kind == "response.custom_tool_call_input.delta":
+            append(item_of(event), "input", event.get("delta"))
+        elif kind == "response.custom_tool_call_input.done" and type(event.get("input")) is str:
+            item_of(event)["input"] = event["input"]
+        elif kind in ("response.reasoning_summary_part.added", "response.reasoning_summary_part.done"):
+            if type(event.get("part")) is dict:
+                part = part_of(event, "summary", "summary_index", "summary_text")
+                part.clear()
+                part.update(event["part"])
+        elif kind == "response.reasoning_summary_text.delta":
+            append(part_of(event, "summary", "summary_index", "summary_text"), "text", event.get("delta"))
+        elif kind == "response.reasoning_summary_text.done" and type(event.get("text")) is str:
+            part_of(event, "summary", "summary_index", "summary_text")["text"] = event["text"]
+        elif kind == "error":
+            response["error"] = {k: v for k, v in event.items() if k not in ("type", "sequence_number")}
+    if items or type(response.get("output")) is not list:
+        response["output"] = [items[i] for i in sorted(items)]
+    return response
+
+
+def candidate_chunks(chunks: list[Any]) -> dict[str, Any]:
+    """The response a stream of candidate chunks describes (the body a non-streamed call returns).
+
+    Each chunk is a whole response object holding the next parts of candidate 0: its
+    ``content.parts`` are appended in order, a text part joining the text part before it when
+    both hold only ``text`` (and the same ``thought`` flag); the last ``finishReason``,
+    ``safetyRatings``, ``usageMetadata``, ``modelVersion`` and ``responseId`` are kept.
+    Candidates other than index 0 are kept whole in ``other_candidates``.
+    """
+    body: dict[str, Any] = {}
+    candidate: dict[str, Any] = {}
+    parts: list[Any] = []
+    role = None
+    others = []
+    for chunk in chunks:
+        if type(chunk) is not dict:
+            continue
+        body.update({k: v for k, v in chunk.items() if k != "candidates"})
+        for found in chunk.get("candidates") if type(chunk.get("candidates")) is list else []:
+            if type(found) is not dict:
+                continue
+            if found.get("index", 0) != 0:
+                others.append(found)
+                continue
+            candidate.update({k: v for k, v in found.items() if k != "content"})
+            content = found.get("content") if type(found.get("content")) is dict else {}
+            role = content.get("role", role)
+            for part in content.get("parts") if type(content.get("parts")) is list else []:
+                last = parts[-1] if parts else None
+                if _plain_text(part) and _plain_text(last) and part.get("thought") == last.get("thought"):
+                    parts[-1] = {**last, "text": last["text"] + part["text"]}
+                else:
+                    parts.append(part)
+    content_out: dict[str, Any] = {"parts": parts}
+    if role is not None:
+        content_out["role"] = role
+    body["candidates"] = [{**candidate, "content": content_out}]
+    if others:
+        body["other_candidates"] = others
+    return body
+
+
+def _plain_text(part: Any) -> bool:
+    return type(part) is dict and type(part.get("text")) is str and set(part) <= {"text", "thought"}
+
+
 ASSEMBLERS: Final[dict[str, Callable[[list[Any]], dict[str, Any]]]] = {
     "content-block-events": content_block_events,
     "choice-delta-chunks": choice_delta_chunks,
+    "output-item-events": output_item_events,
+    "candidate-chunks": candidate_chunks,
 }
 
 
@@ -283,6 +431,23 @@ def response_body(payload: Any, table: Table) -> Any:
     if _is_sse(payload, body) and type(body) is str and table.stream in ASSEMBLERS:
         return ASSEMBLERS[table.stream](sse_events(body))
     return _json(body)
+
+
+def frame_text(payload: Any) -> str | None:
+    """The raw text of one ``http.stream.frame`` event: ``payload.http.frame`` (else the flat
+    ``frame``), UTF-8 text, or base64 bytes when ``body_encoding`` is ``base64``; None if unreadable."""
+    if type(payload) is not dict:
+        return None
+    http = _http(payload)
+    frame = http.get("frame", payload.get("frame"))
+    if type(frame) is not str:
+        return None
+    if http.get("body_encoding", payload.get("body_encoding")) == "base64":
+        try:
+            return base64.b64decode(frame, validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+    return frame
 
 
 # --- messages ---------------------------------------------------------------------------------------
@@ -298,79 +463,108 @@ class Message:
 
     def key(self) -> bytes:
         """What history matching compares: src, texts, tool-call and tool-result ids (not reasoning)."""
-        parts = []
+        parts: list[list[Any]] = []
         for block in self.blocks:
             if block["to"] == "msg":
-                if block["text"]:  # "" and absent content are the same message (content: null vs "")
+                if not block["text"]:  # "" and absent content are the same message (content: null vs "")
+                    continue
+                if parts and parts[-1][0] == "msg":  # a text streamed in pieces is resent as one
+                    parts[-1][1] += block["text"]
+                else:
                     parts.append(["msg", block["text"]])
             elif block["to"] in ("tool_call", "observation"):
-                parts.append([block["to"], block["id"]])
+                name = block.get("fn" if block["to"] == "tool_call" else "name")
+                parts.append([block["to"], block.get("id", ["by-name", name])])
             elif block["to"] == "extra":
                 parts.append(["extra", block["block"]])
         return orjson.dumps([self.src, parts], option=orjson.OPT_SORT_KEYS)
 
 
-def read_block(block: Any, rule: dict[str, Any]) -> dict[str, Any]:
+def read_block(block: Any, rule: dict[str, Any], kind_key: str = "type") -> dict[str, Any]:
     """One value read by one table row: ``to`` and the named pointers' values.
 
     Names listed in the row's ``parse`` hold JSON text (tool-call arguments) and are parsed; text
-    that is not JSON stays a string.  Keys of an object that the row does not read are kept in
-    ``unmapped``.  A row whose text or id is missing or of the wrong type keeps the value whole
-    (``to: extra``), so nothing is lost to a table that does not fit.
+    that is not JSON stays a string.  With ``join`` (a pointer into each part), a ``text`` that is
+    a list of parts is their texts joined by a blank line (a reasoning summary).  Keys of an object
+    that the row does not read are kept in ``unmapped``.  A row whose text or id is missing or of
+    the wrong type keeps the value whole (``to: extra``), so nothing is lost to a table that does
+    not fit.  `kind_key` is the key that said which row this is (not unmapped).
     """
     read: dict[str, Any] = {"to": rule["to"]}
-    names = {k: v for k, v in rule.items() if k not in ("to", "parse")}
+    names = {k: v for k, v in rule.items() if k not in ("to", "parse", "join", "ids")}
     for name, where in names.items():
         value = at(block, where)
         if value is not MISSING:
             read[name] = value
+    if "join" in rule and type(read.get("text")) is list:  # a list of parts: their texts, in order
+        texts = [at(part, rule["join"]) for part in read["text"]]
+        read["text"] = "\n\n".join(t for t in texts if type(t) is str and t)
     for name in rule.get("parse", ()):
         if type(read.get(name)) is str:
             with contextlib.suppress(orjson.JSONDecodeError):  # text that is not JSON stays a string
                 read[name] = orjson.loads(read[name])
-    if type(block) is dict:
-        used = {pointer.parse(where)[0] for where in names.values() if where != ""}
-        residue = {k: v for k, v in block.items() if k not in used and k != "type"}
-        if residue and "" not in names.values():  # keys the table does not read: kept, not dropped
+    if type(block) is dict and "" not in names.values():  # keys the table does not read: kept, not dropped
+        residue = _residue(block, [pointer.parse(where) for where in names.values()] + [(kind_key,), ("type",)])
+        if residue is not MISSING:
             read["unmapped"] = {"type": block["type"], **residue} if "type" in block else residue
     if read["to"] in ("msg", "reason") and type(read.get("text")) is not str:
         return {"to": "extra", "block": block}
     if read["to"] in ("tool_call", "observation") and type(read.get("id")) is not str:
-        return {"to": "extra", "block": block}
+        # ``ids: optional`` (Gemini): a call without an id is matched by its name (`Conversation`)
+        name = read.get("fn" if read["to"] == "tool_call" else "name")
+        if rule.get("ids") != "optional" or "id" in read or type(name) is not str or not name:
+            return {"to": "extra", "block": block}
     return read
 
 
 def read_blocks(content: Any, table: Table) -> list[dict[str, Any]]:
-    """A message's content as tagged blocks: a string is one text block; unknown types go to extra."""
+    """A message's content as tagged blocks: a string is one text block; unknown types go to extra.
+
+    A block's kind is its ``type``, or with the table's ``part_keys`` the first of those keys it
+    holds with a value other than null or false (``{"thought": true, "text": ...}`` is a thought).
+    """
     if type(content) is str:
         content = [{"type": "text", "text": content}]
     if type(content) is not list:
         return [] if content is MISSING or content is None else [{"to": "extra", "block": content}]
     out = []
+    by_key = table.spec.get("part_keys")
     for block in content:
         kind = block.get("type") if type(block) is dict else None
+        if by_key is not None and type(block) is dict:  # parts typed by which key they hold (Gemini)
+            kind = next((k for k in by_key if block.get(k) not in (None, False)), None)
         rule = table.spec["blocks"].get(kind) if type(kind) is str else None
-        out.append({"to": "extra", "block": block} if rule is None else read_block(block, rule))
+        if rule is None:
+            out.append({"to": "extra", "block": block})
+        else:
+            out.append(read_block(block, rule, kind if by_key is not None else "type"))
     return out
 
 
-def read_message(message: Any, table: Table, *, src: str | None = None) -> Message:
+def read_message(message: Any, table: Table, *, src: str | None = None, exclude: tuple[str, ...] = ()) -> Message:
     """One conversation message through the table (an unknown role keeps its own name as src).
 
     The table's ``message`` section names the role and content pointers, ``fields``: other
     message keys that become blocks (``each`` for a list, such as tool calls), and ``whole``: roles
     whose whole message is one block (a tool-result message).  `src` overrides the role (a response).
+    Keys of the message that none of these read (and that are not in `exclude`, the keys read
+    elsewhere) are kept as an ``unmapped`` block; a message that is not an object is kept whole.
     """
+    if message is MISSING:
+        return Message(src or "unknown", [])
     rules = table.spec["message"]
     role = at(message, rules["role"])
     if src is None:
         src = table.spec["roles"].get(role, role) if type(role) is str and role else "unknown"
+    if type(message) is not dict:
+        return Message(src, [{"to": "extra", "block": message}])
     whole = rules.get("whole", {}).get(role) if type(role) is str else None
     if whole is not None:
         block = read_block(message, whole)
         unmapped = block.get("unmapped")
         if unmapped is not None:  # the role was read by the message rules
-            unmapped.pop(rules["role"].lstrip("/"), None)
+            for key in (rules["role"].lstrip("/"), *exclude):
+                unmapped.pop(key, None)
             if not unmapped:
                 del block["unmapped"]
         return Message(src, [block], role)
@@ -381,7 +575,133 @@ def read_message(message: Any, table: Table, *, src: str | None = None) -> Messa
             continue
         for item in value if field_rule.get("each") and type(value) is list else [value]:
             blocks.append(read_block(item, field_rule["rule"]))
+    read = {_top(rules["role"]), _top(rules["content"]), *(_top(f["at"]) for f in rules.get("fields", ())), *exclude}
+    residue = {k: v for k, v in message.items() if k not in read}
+    if residue:  # message keys the table does not read: kept, not dropped
+        blocks.append({"to": "unmapped", "unmapped": residue})
     return Message(src, blocks, role if type(role) is str else None)
+
+
+def _top(where: str) -> str:
+    """The first token of a pointer ("" for the whole document)."""
+    tokens = pointer.parse(where)
+    return tokens[0] if tokens else ""
+
+
+def read_item(item: Any, table: Table) -> Message:
+    """One item of an item-list conversation (the table's ``items`` section).
+
+    Item types listed in ``messages`` (and an item without a type) are read as messages; a type in
+    ``other`` is one block read by its row, under the role it names; any other item is kept whole
+    as an ``extra`` block under the ``unknown`` role.
+    """
+    spec = table.spec["items"]
+    kind = at(item, spec["type"])
+    type_key = _top(spec["type"])
+    if kind is MISSING or (type(kind) is str and kind in spec.get("messages", ())):
+        return read_message(item, table, exclude=(type_key,))
+    other = spec.get("other", {}).get(kind) if type(kind) is str else None
+    role = other["role"] if other is not None else spec.get("unknown", "unknown")
+    src = table.spec["roles"].get(role, role)
+    block = read_block(item, other["rule"]) if other is not None else {"to": "extra", "block": item}
+    return Message(src, [block], role)
+
+
+def read_conversation(value: Any, table: Table) -> list[Message]:
+    """The messages of a request's conversation value (the table's ``request.messages``).
+
+    A string is one message of the role ``string_message`` names (when the table names one);
+    with an ``items`` section the list holds typed items, and consecutive items whose src is
+    ``items.merge`` are one message (the items of one response's output, resent as history).
+    """
+    if type(value) is str and table.spec.get("string_message"):
+        value = [{"role": table.spec["string_message"], "content": value}]
+    if type(value) is not list:
+        return []
+    items = table.spec.get("items")
+    if items is None:
+        return [read_message(m, table) for m in value]
+    out: list[Message] = []
+    for item in value:
+        message = read_item(item, table)
+        if out and message.src == items.get("merge") and out[-1].src == message.src:
+            out[-1].blocks.extend(message.blocks)
+            continue
+        out.append(message)
+    return out
+
+
+def read_response(body: Any, table: Table) -> Message:
+    """The response's assistant message (src ``agent``): the table's ``response.message``.
+
+    With an ``items`` section that is a list of output items, all read into one message.  Keys
+    the response section or usage read are not the message's own unmapped keys.
+    """
+    where = table.spec["response"]["message"]
+    value = at(body, where)
+    if table.spec.get("items") is not None:
+        blocks = [b for m in read_conversation(value if type(value) is list else [], table) for b in m.blocks]
+        if value is not MISSING and type(value) is not list:
+            blocks.append({"to": "extra", "block": value})
+        return Message("agent", blocks, "assistant")
+    exclude: tuple[str, ...] = ()
+    if where == "":  # the body is the message: what the response section reads is not unmapped
+        exclude = (*(_top(w) for w in _read_pointers(table.spec, body)), "error")
+    return read_message(value, table, src="agent", exclude=exclude)
+
+
+def _read_pointers(spec: dict[str, Any], body: Any) -> list[str]:
+    """The response-body pointers a table reads outside the message: response keys, usage, and
+    the table's ``constants`` that `body` holds (the protocol's fixed values, such as an object
+    ``type``, which synthesis writes back: they carry nothing)."""
+    out = [w for name, w in spec["response"].items() if name != "message"]
+    usage_pointers = list(spec.get("usage", {}).values())
+    if usage_pointers:
+        out.append(usage_pointers[0].rsplit("/", 1)[0])
+    out += [w for w, value in spec.get("constants", {}).items() if _same(at(body, w), value)]
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
+
+
+def response_residue(body: Any, request: Any, table: Table) -> Any:
+    """What of a response body the table does not read, or `MISSING`.
+
+    The message, the response and usage pointers and ``error`` are read; a top-level key whose
+    value equals the request's same key (parameters the Responses API echoes) is not repeated.
+    When the message is the whole body, its unmapped keys are the message's (see `read_response`).
+    """
+    where = table.spec["response"]["message"]
+    if type(body) is not dict or where == "":
+        return MISSING
+    paths = [pointer.parse(w) for w in (where, *_read_pointers(table.spec, body), "/error")]
+    rest = _residue(body, [p for p in paths if p])
+    if type(rest) is dict and type(request) is dict:
+        rest = {k: v for k, v in rest.items() if k not in request or request[k] != v} or MISSING
+    return rest
+
+
+def _residue(value: Any, paths: list[tuple[str, ...]]) -> Any:
+    """`value` without the leaves at `paths` (lists by index), containers left empty removed too;
+    `MISSING` when nothing is left."""
+    if () in paths:
+        return MISSING
+    if not paths:
+        return value
+    if type(value) is dict:
+        out = {}
+        for key, child in value.items():
+            rest = _residue(child, [p[1:] for p in paths if p[0] == key])
+            if rest is not MISSING:
+                out[key] = rest
+        return out or MISSING
+    if type(value) is list:
+        kept = [_residue(child, [p[1:] for p in paths if p[0] == str(i)]) for i, child in enumerate(value)]
+        kept = [k for k in kept if k is not MISSING]
+        return kept or MISSING
+    return value
 
 
 # --- turns ------------------------------------------------------------------------------------------
@@ -396,23 +716,36 @@ class Conversation:
     turns: list[dict[str, Any]] = field(default_factory=list)
     calls: dict[str, dict[str, Any]] = field(default_factory=dict)  # tool-call id → the turn that made it
     problems: list[Problem] = field(default_factory=list)
-    declared: dict[str, Any] = field(default_factory=dict)  # the system prompt and tools last sent
+    declared: dict[str, Any] = field(default_factory=dict)  # the system prompt, tools and params last sent
+    responses: dict[str, int] = field(default_factory=dict)  # response id → history length after it
+    unanswered: dict[str, list[str]] = field(default_factory=dict)  # fn → tcids of id-less calls, oldest first
+    derived: dict[str, int] = field(default_factory=dict)  # fn → id-less calls numbered so far
 
     def add_call(self, call: Call) -> list[dict[str, Any]]:
         """Add one request/response pair: what is new in the request, then the response.
 
         Returns the turns added.  A system prompt or tool list the request sends that differs from
-        the last one sent goes to the first added turn's ``extra`` (``system``, ``tools``).
+        the last one sent goes to the first added turn's ``extra`` (``system``, ``tools``), and so
+        do the request's other keys, those the table does not read (``params``: max_tokens,
+        temperature, stream, ...), when they differ from the last request's.
         """
         before = len(self.turns)
+        self.problems.extend(call.problems)
         self._add_call(call)
         added = self.turns[before:]
         changed = {}
+        request = self.table.spec["request"]
         for name in ("system", "tools"):
-            value = at(call.request_body, self.table.spec["request"].get(name))
+            value = at(call.request_body, request.get(name))
             if value is not MISSING and value != self.declared.get(name, MISSING):
                 changed[name] = value
                 self.declared[name] = value
+        if type(call.request_body) is dict:
+            read = {_top(w) for w in request.values()}
+            params = {k: v for k, v in call.request_body.items() if k not in read}
+            if params != self.declared.get("params", {}):
+                changed["params"] = params
+                self.declared["params"] = params
         if changed and added:
             added[0]["extra"].update(changed)
         return added
@@ -420,10 +753,24 @@ class Conversation:
     def _add_call(self, call: Call) -> None:
         spec = self.table.spec
         body = call.request_body
-        messages = at(body, spec["request"]["messages"])
-        messages = messages if type(messages) is list else []
-        read = [read_message(m, self.table) for m in messages]
-        keys = [m.key() for m in read]
+        read: list[Message | None] = list(read_conversation(at(body, spec["request"]["messages"]), self.table))
+        keys = [m.key() for m in read if m is not None]
+        shown = 0  # messages of the history the request continues without resending them
+        previous = at(body, spec["request"].get("continues"))
+        if type(previous) is str:
+            shown = self.responses.get(previous, len(self.history))
+            if previous not in self.responses:
+                self.problems.append(
+                    Problem(
+                        "events.history_unseen",
+                        f"{call.where or f'events[call_id={_q(call.call_id)}]'}"
+                        f"/payload/http/request_body{spec['request']['continues']}",
+                        f"the request continues response {_q(previous)}, which no recorded call returned; "
+                        "its input is read as continuing the conversation projected so far",
+                    )
+                )
+            keys = self.history[:shown] + keys
+            read = [None] * shown + read
         same = 0
         while same < min(len(keys), len(self.history)) and keys[same] == self.history[same]:
             same += 1
@@ -433,22 +780,33 @@ class Conversation:
                 Problem(
                     "events.history_fork",
                     f"{call.where or f'events[call_id={_q(call.call_id)}]'}"
-                    f"/payload/http/request_body{spec['request']['messages']}/{same}",
-                    f"the request's history differs from what earlier calls showed at message {same} "
+                    f"/payload/http/request_body{spec['request']['messages']}/{same - shown}",
+                    f"the request's history differs from what earlier calls showed at message {same - shown} "
                     f"(an edit or a fork); its messages from there on are added again, marked extra.history_fork",
                 )
             )
         for index in range(same, len(read)):
-            self._add_message(read[index], call, index, fork_at=same if fork else None)
+            message = read[index]
+            if message is not None:
+                self._add_message(message, call, index - shown, fork_at=same - shown if fork else None)
         self.history = keys
         if call.response_body is not None:
             self._add_response(call)
+            response_id = at(call.response_body, spec["response"].get("id"))
+            if type(response_id) is str:
+                self.responses[response_id] = len(self.history)
 
     def _add_message(self, message: Message, call: Call, index: int, *, fork_at: int | None) -> None:
         results = [b for b in message.blocks if b["to"] == "observation"]
         rest = [b for b in message.blocks if b["to"] != "observation"]
         orphans = []
         for result in results:
+            if "id" not in result:  # an id-less result (Gemini) answers the oldest open call of its name
+                waiting = self.unanswered.get(result["name"], [])
+                if not waiting:
+                    orphans.append({**result, "id": None})
+                    continue
+                result = {**result, "id": waiting.pop(0)}
             turn = self.calls.get(result["id"])
             if turn is None:
                 orphans.append(result)
@@ -465,7 +823,14 @@ class Conversation:
             turn["extra"]["role"] = message.role  # a role read as another's src (developer → system): named
         if orphans:  # a result of a call this projection never saw: kept on the message that carried it
             turn["observation"] = {
-                "results": [{"source_call_id": r["id"], "content": r.get("content")} for r in orphans]
+                "results": [
+                    {
+                        "source_call_id": r["id"],
+                        **({"name": r["name"]} if "name" in r else {}),
+                        "content": r.get("content"),
+                    }
+                    for r in orphans
+                ]
             }
         turn["extra"]["message_index"] = index
         if fork_at is not None:
@@ -475,12 +840,12 @@ class Conversation:
     def _add_response(self, call: Call) -> None:
         spec = self.table.spec
         body = call.response_body
-        message = read_message(at(body, spec["response"]["message"]), self.table, src="agent")
+        message = read_response(body, self.table)
         turn = self._turn("agent", message.blocks, call, call.response_seq, call.response_ts)
         turn["kind"] = "llm.response"
         model = at(body, spec["response"]["model"])
         if type(model) is not str:
-            model = at(call.request_body, spec["request"]["model"])
+            model = at(call.request_body, spec["request"].get("model"))
         if type(model) is str:
             turn["model"] = model
         turn["nllm"] = 1
@@ -499,10 +864,16 @@ class Conversation:
                 turn["extra"][name] = value
         if type(body) is dict and body.get("error") is not None:
             turn["extra"]["error"] = body["error"]
+        rest = response_residue(body, call.request_body, self.table)
+        if rest is not MISSING:  # response keys the table does not read: kept, not dropped
+            turn["extra"]["response_unmapped"] = rest
         if call.status is not None:
             turn["extra"]["status"] = call.status
         self.turns.append(turn)
-        self.history.append(message.key())
+        failed = (type(call.status) is int and call.status >= 400) or "error" in turn["extra"]
+        said = [b for b in message.blocks if b["to"] != "unmapped"]
+        if not (failed and not said):  # an error the client got no message from is not history
+            self.history.append(message.key())
 
     def _turn(
         self, src: str, blocks: list[dict[str, Any]], call: Call, seq: int | None, ts: str | None
@@ -513,13 +884,18 @@ class Conversation:
             turn["ts"] = ts
         turn["src"] = src
         turn["msg"] = texts[0] if len(texts) == 1 else [{"type": "text", "text": t} for t in texts] if texts else ""
-        reasons = [b["text"] for b in blocks if b["to"] == "reason"]
+        reasons = [b["text"] for b in blocks if b["to"] == "reason" and b["text"]]
         if reasons:
             turn["reason"] = "\n\n".join(reasons)
         calls, repeated = [], []
         for b in blocks:
             if b["to"] != "tool_call":
                 continue
+            if "id" not in b:  # no id on the wire (Gemini): one derived from the name, and said so
+                fn = b["fn"]
+                self.derived[fn] = self.derived.get(fn, 0) + 1
+                b = {**b, "id": f"{fn}#{self.derived[fn]}", "derived": True}
+                self.unanswered.setdefault(fn, []).append(b["id"])
             if b["id"] in self.calls or any(c["tcid"] == b["id"] for c in calls):
                 repeated.append(b)  # an id already used (an edited history resends it): tcid is unique
                 continue
@@ -527,6 +903,8 @@ class Conversation:
             if type(one["fn"]) is not str or not one["fn"]:
                 one["fn"] = "unknown"  # Storyline needs a name; what the wire held is kept beside it
                 one["extra"] = {"fn": b.get("fn")}
+            if b.get("derived"):
+                one["extra"] = {"tcid_derived": True}  # the wire gave no id: tcid is fn#n, not the wire's
             calls.append(one)
             self.calls[b["id"]] = turn
         if calls:
@@ -596,6 +974,7 @@ class Call:
     ttft_ms: int | None = None
     status: Any = None
     where: str | None = None  # how a problem names the call (its session and call_id)
+    problems: list[Problem] = field(default_factory=list)  # found while gathering it (an unreadable frame)
 
 
 def _q(value: Any) -> str:

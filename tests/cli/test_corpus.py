@@ -82,7 +82,10 @@ def test_a_converted_file_reports_its_documents_and_bytes(tmp_path):
         str(tmp_path / "x.json"), "x.json", str(tmp_path / "out" / "x.json"), str(tmp_path / "out"), "actf"
     )
     result = corpus.convert_file(job)
-    assert result == corpus.FileResult(job.path, corpus.CONVERTED, input_bytes=ATIF.stat().st_size, documents=1)
+    _, report = convert.from_storyline_reported("actf", convert.into_storyline("atif", ATIF.read_bytes()))
+    assert result == corpus.FileResult(
+        job.path, corpus.CONVERTED, input_bytes=ATIF.stat().st_size, documents=1, loss=report.at(job.path)
+    )
     single = convert.convert("atif", "actf", ATIF.read_bytes())
     assert (tmp_path / "out" / "x.json").read_bytes() == document_bytes(single)
 

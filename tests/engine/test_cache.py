@@ -98,7 +98,7 @@ def test_a_directory_others_may_write_is_not_used(tmp_path):
 def test_the_cli_uses_the_cache_and_no_cache_turns_it_off(runner, tmp_path):
     from mapc.engine import catalog
 
-    catalog.installed().clear()  # this process compiled the specs already: have the command load them
+    catalog.install(catalog.installed())  # this process compiled the specs already: have the command load them
     where = tmp_path / "cli-cache"
     first = runner.invoke(cli, ["run", "atif", str(SUPPORT)], env={"MAPC_CACHE_DIR": str(where)})
     assert first.exit_code == 0, first.stderr
@@ -110,3 +110,35 @@ def test_the_cli_uses_the_cache_and_no_cache_turns_it_off(runner, tmp_path):
     assert result.stdout == first.stdout
     assert not off.exists()
     assert cache.directory() is None  # put back when the command ended
+
+
+def _compile_shipped(name: str):
+    """`compiled_validator` itself, not its per-process memo (the module's validators stay as they are)."""
+    from mapc.engine.schema import compiled_validator
+
+    return compiled_validator.__wrapped__(name)
+
+
+@pytest.mark.parametrize("name", ["storyline-v1", "atif-v1.7", "mapping-spec"])
+def test_a_shipped_schema_is_generated_once_and_checks_as_before(cached, name):
+    from mapc.engine.schema import compile_schema, load_schema
+
+    fresh = compile_schema(load_schema(name), name)
+    first = _compile_shipped(name)
+    entries = [p for p in cached.iterdir() if p.name.startswith("schema-")]
+    assert len(entries) == 1
+    again = _compile_shipped(name)  # from the entry: the same code, with the same constants
+    assert again.source == first.source == fresh.source
+    for doc in ({}, {"schema_version": 3}, {"schema_version": "storyline/v1", "turns": [{"id": "x"}]}, []):
+        assert list(again.iter_problems(doc)) == list(fresh.iter_problems(doc))
+    entries[0].write_bytes(entries[0].read_bytes()[:-5] + b"xxxxx")  # damaged: not used, made again
+    assert _compile_shipped(name).source == fresh.source
+
+
+def test_a_schema_entry_names_the_compiler_that_wrote_it(cached, monkeypatch):
+    from mapc.engine import schema
+
+    _compile_shipped("storyline-v1")
+    monkeypatch.setattr(schema, "__file__", str(Path(schema.__file__).with_name("resources.py")))
+    _compile_shipped("storyline-v1")  # another compiler source: another key, a second entry
+    assert len([p for p in cached.iterdir() if p.name.startswith("schema-")]) == 2

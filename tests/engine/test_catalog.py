@@ -57,7 +57,7 @@ def test_compile_spec_takes_the_catalog_whose_functions_it_resolves():
 
 
 def _fixture_files() -> list[tuple[str, Path]]:
-    return [(d.name, p) for d in sorted(FIXTURES.iterdir()) if d.is_dir() for p in sorted(d.iterdir())]
+    return [(d.name, p) for d in sorted(FIXTURES.iterdir()) if d.is_dir() for p in sorted(d.iterdir()) if p.is_file()]
 
 
 @pytest.mark.parametrize(("name", "path"), _fixture_files(), ids=lambda x: x.name if isinstance(x, Path) else x)

@@ -256,18 +256,23 @@ class _Ids:
 _SCHEMA_VERSIONS = st.sampled_from(["ATIF-v1.7", "ATIF-v1.7", "ATIF-v1.5", "x"])
 _SUFFIXES = st.sampled_from(["", "/x", "~y", " é"])
 _ROOT_SHAPES = st.sampled_from(["both", "session", "trajectory", "equal"])
-_CHILD_SHAPES = st.sampled_from(["both", "trajectory"])
+_CHILD_SHAPES = st.sampled_from(["both", "trajectory", "shared"])  # shared: the parent's session_id
 
 
-def _trajectory(draw: st.DrawFn, ids: _Ids, depth: int, top: bool, max_steps: int) -> dict[str, Any]:
+def _trajectory(
+    draw: st.DrawFn, ids: _Ids, depth: int, top: bool, max_steps: int, parent_session: Any = None
+) -> dict[str, Any]:
     doc: dict[str, Any] = {"schema_version": draw(_SCHEMA_VERSIONS), "agent": _agent(draw)}
     # Identity: the root needs a non-empty session_id or trajectory_id; a child a trajectory_id.
-    # "equal" (session_id == trajectory_id) and an empty session_id are kept too.
+    # "equal" (session_id == trajectory_id) and an empty session_id are kept too; "shared": a
+    # subagent with its parent's session_id (Harbor's subagents; one OpenAI session, one ACTF task).
     suffix = draw(_SUFFIXES)
     shape = draw(_ROOT_SHAPES if top else _CHILD_SHAPES)
     if shape != "session":
         doc["trajectory_id"] = ids.next("T", suffix)
-    if shape == "equal":
+    if shape == "shared" and parent_session:
+        doc["session_id"] = parent_session
+    elif shape == "equal":
         doc["session_id"] = doc["trajectory_id"]
     elif shape in ("both", "session"):
         doc["session_id"] = ids.next("S", suffix)
@@ -282,7 +287,7 @@ def _trajectory(draw: st.DrawFn, ids: _Ids, depth: int, top: bool, max_steps: in
         n_children = draw(st.integers(0, 2))
         if n_children:
             doc["subagent_trajectories"] = [
-                _trajectory(draw, ids, depth - 1, top=False, max_steps=max_steps) for _ in range(n_children)
+                _trajectory(draw, ids, depth - 1, False, max_steps, doc.get("session_id")) for _ in range(n_children)
             ]
         else:
             _absent_null_or_empty(draw, doc, "subagent_trajectories")

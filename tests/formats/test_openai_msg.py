@@ -372,17 +372,21 @@ def test_export_recovers_step_ids_from_turn_ids():
     assert [r["step_id"] for r in doc["session_steps"]] == [2, 7]
 
 
-def test_export_rejects_turns_it_cannot_say():
-    (story,) = forward([row()])
+def test_export_writes_the_complete_interactions_and_refuses_a_storyline_without_one():
+    """Issue 15 §5: a turn that is no row (another source, a trailing user turn) does not stop the
+    export; the complete interactions are written.  A Storyline without an agent turn with output
+    has no row at all, and is refused."""
+    (story,) = forward([row(), row(step=2)])
     story["turns"][0]["src"] = "tool"
-    with pytest.raises(MapcError) as info:
-        mapc.from_storyline(FMT, [story])
-    assert [(p.code, p.pointer) for p in info.value.problems] == [("export.unrepresentable", "/0/turns/0/src")]
+    story["turns"].append({"id": 99, "src": "user", "msg": "and then?"})
+    doc = mapc.from_storyline(FMT, [story])
+    assert [r["step_id"] for r in doc["session_steps"]] == [1, 2]
+    assert doc["session_steps"][0]["messages"] == [{"role": "user"}]  # the "tool" turn has no role
     (story,) = forward([row()])
     story["turns"].pop()
     with pytest.raises(MapcError) as info:
         mapc.from_storyline(FMT, [story])
-    assert info.value.problems[0].code == "export.unrepresentable"
+    assert [(p.code, p.pointer) for p in info.value.problems] == [("export.unrepresentable", "/0/turns")]
 
 
 def test_export_of_two_openai_files_into_one_document_is_rejected():
@@ -392,19 +396,25 @@ def test_export_of_two_openai_files_into_one_document_is_rejected():
     assert info.value.problems[0].code == "export.several_documents"
 
 
-def test_the_envelope_repeats_foreign_residuals_per_row_and_merges_them_back():
+def test_the_envelope_carries_foreign_residuals_once_under_the_first_row_and_reads_repeats_back():
+    # Issue 15: the envelope is proportional to what was lost, so a story's residuals ride once,
+    # under its first row; copies under other rows (as mapc wrote them before) still merge.
     atif = json.loads((FIXTURES / "atif" / "sparse_13.json").read_bytes())
     atif["vendor"] = {"x": 1}
     stories = mapc.into_storyline("atif", orjson.dumps(atif))
     doc = mapc.from_storyline(FMT, stories)
     carriers = doc["_storyline"]["unknown_fields"]["by_trajectory"]
-    assert len(carriers) > 1
-    assert sorted(carriers) == [f"/session_steps/{i}" for i in range(len(doc["session_steps"]))]
+    assert len(doc["session_steps"]) > 1
+    assert sorted(carriers) == ["/session_steps/0"]
     again = mapc.into_storyline(FMT, orjson.dumps(doc))
     carried = again[0]["unknown_fields"]["sources"]["atif"]
     assert carried["fields"]["/vendor"] == {"x": 1}  # with what rows cannot say of the ATIF file
     assert carried["source_document_id"] == stories[0]["unknown_fields"]["sources"]["atif"]["source_document_id"]
     doc = json.loads(orjson.dumps(doc))  # the written copies, not one shared object
+    entry = carriers["/session_steps/0"]
+    for i in range(1, len(doc["session_steps"])):
+        doc["_storyline"]["unknown_fields"]["by_trajectory"][f"/session_steps/{i}"] = json.loads(orjson.dumps(entry))
+    assert mapc.into_storyline(FMT, orjson.dumps(doc)) == again
     doc["_storyline"]["unknown_fields"]["by_trajectory"]["/session_steps/1"]["sources"]["atif"]["fields"]["/vendor"] = 2
     with pytest.raises(MapcError) as info:
         mapc.into_storyline(FMT, orjson.dumps(doc))
@@ -467,7 +477,8 @@ def test_spec_coverage_counts_a_corpus_and_its_unknown_keys():
 
 
 def test_an_agent_turn_without_output_is_refused_not_written_as_an_unreadable_row():
-    """Found by the hop law: such a row was written and then refused by the reader (openai.no_output)."""
+    """Found by the hop law: such a row was written and then refused by the reader (openai.no_output).
+    Such a turn is no row; a run with no other agent turn has none."""
     doc = {
         "schema_version": "ATIF-v1.7",
         "agent": {"name": "a", "version": "1"},
@@ -476,4 +487,4 @@ def test_an_agent_turn_without_output_is_refused_not_written_as_an_unreadable_ro
     }
     with pytest.raises(MapcError) as caught:
         mapc.convert("atif", "openai-msg", orjson.dumps(doc))
-    assert [(p.code, p.pointer) for p in caught.value.problems] == [("export.unrepresentable", "/0/turns/0")]
+    assert [(p.code, p.pointer) for p in caught.value.problems] == [("export.unrepresentable", "/0/turns")]

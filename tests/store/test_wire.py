@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mapc.engine import storyline
@@ -204,6 +204,7 @@ def test_usage_keys_the_table_does_not_name_are_kept_in_metrics_extra():
 texts = st.text(alphabet="abc xyz", min_size=1, max_size=8)
 
 
+@settings(deadline=None)  # a first call imports and compiles; the machine is shared: no timing in laws
 @given(st.lists(st.tuples(texts, texts), min_size=1, max_size=5))
 def test_law_a_growing_conversation_projects_each_turn_once(exchanges):
     """However many calls, each user text and reply appears once, in order: history is never repeated."""
@@ -294,12 +295,274 @@ def test_openai_a_retried_call_with_the_same_history_adds_nothing_twice():
     assert [p.code for p in notes] == ["events.history_fork"]  # the second call resends less than was seen
 
 
+# --- OpenAI Responses ------------------------------------------------------------------------------------
+
+RESPONSES = DATA / "openai-responses-parallel-tools.events.jsonl"
+CONTINUED = DATA / "openai-responses-continued.events.jsonl"
+
+
+def responses(seq: int, call_id: str, request: dict[str, Any], response: Any, **http: Any) -> list[dict[str, Any]]:
+    records = call(seq, call_id, {"model": "gpt-x", **request}, response, **http)
+    records[0]["payload"]["http"]["path"] = "/v1/responses"
+    return records
+
+
+def test_responses_parallel_function_calls_and_a_streamed_answer_project_to_the_recorded_storyline():
+    notes: list[Any] = []
+    story = events.project_records(events.parse_jsonl(RESPONSES.read_bytes()), notes=notes)
+    assert story == json.loads((DATA / "openai-responses-parallel-tools.storyline.json").read_text())
+    assert notes == []  # the second request resends reasoning, both calls and both outputs: nothing new but the outputs
+    user, tools, answer = story["turns"]
+    assert (user["src"], user["msg"], user["extra"]["system"]) == (
+        "user",
+        "What's the weather in Paris and in Boston?",
+        "You are a helpful assistant.",
+    )
+    assert [c["tcid"] for c in tools["tool_calls"]] == ["call_paris_01", "call_boston_02"]
+    assert tools["tool_calls"][1]["args"] == {"location": "Boston, MA"}
+    assert [r["content"] for r in tools["observation"]["results"]] == ["18 C, clear", "9 C, rain"]
+    assert tools["reason"].startswith("**Checking two cities**")
+    assert tools["extra"]["unmapped"][0]["encrypted_content"].startswith("gAAAA")  # kept, not dropped
+    assert tools["metrics"]["reasoning_tokens"] == 64
+    assert answer["msg"] == "Paris: 18 C and clear. Boston: 9 C with rain."  # assembled from the SSE events
+    assert (answer["metrics"]["cache_read_tokens"], answer["ttft_ms"], answer["latency_ms"]) == (128, 380, 1500)
+    assert answer["extra"]["params"]["stream"] is True
+    assert storyline.check(story) == []
+
+
+def test_responses_continued_by_previous_response_id_with_a_refusal_an_error_and_a_retry():
+    records = events.parse_jsonl(CONTINUED.read_bytes())
+    assert records[5] == records[6]  # the retry duplicate the recording holds
+    notes: list[Any] = []
+    story = events.project_records(records, notes=notes)
+    assert story == json.loads((DATA / "openai-responses-continued.storyline.json").read_text())
+    assert notes == []  # previous_response_id continues the history: no fork although the input is short
+    turns = [(t["src"], t["msg"]) for t in story["turns"]]
+    assert turns == [
+        ("user", "Where is my order 4217?"),  # a string input is one user message
+        ("agent", ""),
+        ("agent", "Order 4217 has shipped and should arrive on 5 January."),
+        ("user", "Now give me the home address of the courier."),
+        ("agent", ""),
+        ("user", "OK. Can you email me the tracking link?"),
+        ("agent", ""),
+        ("agent", "I can't send email, but the tracking link is in your order confirmation."),
+    ]
+    call_turn, refused, failed = story["turns"][1], story["turns"][4], story["turns"][6]
+    assert call_turn["tool_calls"] == [{"tcid": "call_order_4217", "fn": "lookup_order", "args": {"order": 4217}}]
+    assert call_turn["observation"]["results"][0]["content"].startswith('{"status": "shipped"')
+    assert refused["extra"]["refusal"].startswith("I'm sorry")
+    assert (failed["extra"]["status"], failed["extra"]["error"]["code"]) == (429, "rate_limit_exceeded")
+
+
+def test_responses_the_retry_duplicate_is_skipped_at_append(tmp_path, runner):
+    from mapc.cli.main import cli
+
+    table = tmp_path / "events.lance"
+    result = runner.invoke(cli, ["events", "append", str(CONTINUED), "--to", str(table)])
+    assert result.exit_code == 0, result.output
+    assert "appended 10 events" in result.output and "(1 already stored, skipped)" in result.output
+    result = runner.invoke(cli, ["events", "project", str(table)])
+    assert json.loads(result.stdout) == json.loads((DATA / "openai-responses-continued.storyline.json").read_text())
+
+
+def response_sse(*events_: dict[str, Any]) -> str:
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events_)
+
+
+def test_responses_stream_deltas_alone_assemble_in_order():
+    """No .done events (a cut stream): the items, text, arguments and summary come from the deltas."""
+    stream = response_sse(
+        {"type": "response.created", "response": {"id": "r", "object": "response", "model": "m", "output": []}},
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {"type": "reasoning", "id": "rs", "summary": []},
+        },
+        {"type": "response.reasoning_summary_text.delta", "output_index": 0, "summary_index": 0, "delta": "thin"},
+        {"type": "response.reasoning_summary_text.delta", "output_index": 0, "summary_index": 0, "delta": "king"},
+        {
+            "type": "response.output_item.added",
+            "output_index": 2,
+            "item": {"type": "function_call", "id": "fc", "call_id": "c9", "name": "f", "arguments": ""},
+        },
+        {"type": "response.output_item.added", "output_index": 1, "item": {"type": "message", "role": "assistant"}},
+        {"type": "response.output_text.delta", "output_index": 1, "content_index": 0, "delta": "Hel"},
+        {"type": "response.function_call_arguments.delta", "output_index": 2, "delta": '{"a": '},
+        {"type": "response.output_text.delta", "output_index": 1, "content_index": 0, "delta": "lo"},
+        {"type": "response.function_call_arguments.delta", "output_index": 2, "delta": "[1]}"},
+    )
+    body = wire.output_item_events(wire.sse_events(stream))
+    assert [item["type"] for item in body["output"]] == ["reasoning", "message", "function_call"]
+    _, turn = events.project_records(responses(0, "c", {"input": "go", "stream": True}, stream))["turns"]
+    assert (turn["reason"], turn["msg"]) == ("thinking", "Hello")
+    assert turn["tool_calls"] == [{"tcid": "c9", "fn": "f", "args": {"a": [1]}}]
+    assert turn["extra"]["id"] == "r"
+
+
+def test_responses_done_events_replace_what_the_deltas_built_and_an_error_event_is_kept():
+    stream = response_sse(
+        {"type": "response.output_item.added", "output_index": 0, "item": {"type": "message", "role": "assistant"}},
+        {"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "delta": "partial"},
+        {"type": "response.output_text.done", "output_index": 0, "content_index": 0, "text": "complete"},
+        {"type": "error", "code": "server_error", "message": "The server had an error", "sequence_number": 4},
+    )
+    _, turn = events.project_records(responses(0, "c", {"input": "go"}, stream, body_encoding="sse"))["turns"]
+    assert turn["msg"] == "complete"
+    assert turn["extra"]["error"] == {"code": "server_error", "message": "The server had an error"}
+
+
+def test_responses_unknown_items_and_parts_are_kept_and_an_unseen_previous_response_is_reported():
+    image = {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}
+    search = {"type": "web_search_call", "id": "ws", "status": "completed", "action": {"type": "search", "query": "q"}}
+    request = {
+        "previous_response_id": "resp_never_recorded",
+        "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "see"}, image]}],
+    }
+    body = {"id": "r2", "object": "response", "output": [search], "status": "completed"}
+    notes: list[Any] = []
+    user, agent = events.project_records(responses(0, "c", request, body), notes=notes)["turns"]
+    assert (user["msg"], user["extra"]["blocks"]) == ("see", [image])
+    assert agent["extra"]["blocks"] == [search]
+    assert [(p.code, p.pointer) for p in notes] == [
+        ("events.history_unseen", 'events[session="s", call_id="c"]/payload/http/request_body/previous_response_id')
+    ]
+
+
+def test_responses_a_client_resending_history_as_items_adds_only_the_new_ones():
+    reply_ = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "A1"}]}
+    body = {"id": "r1", "object": "response", "output": [reply_]}
+    first = responses(0, "c1", {"input": [{"role": "user", "content": "Q1"}]}, body)
+    history = [
+        {"role": "user", "content": "Q1"},
+        {"role": "assistant", "content": "A1"},
+        {"role": "user", "content": "Q2"},
+    ]
+    second = responses(2, "c2", {"input": history}, {**body, "id": "r2", "output": [{**reply_, "content": "A2"}]})
+    notes: list[Any] = []
+    turns = events.project_records(first + second, notes=notes)["turns"]
+    assert [(t["src"], t["msg"]) for t in turns] == [("user", "Q1"), ("agent", "A1"), ("user", "Q2"), ("agent", "A2")]
+    assert notes == []
+
+
+# --- http.stream.frame events -------------------------------------------------------------------------------
+
+FRAMES = DATA / "anthropic-stream-frames.events.jsonl"
+
+
+def test_stream_frames_are_the_streamed_body_in_seq_order_deduplicated_with_the_error_and_retry():
+    records = events.parse_jsonl(FRAMES.read_bytes())
+    frames = [r for r in records if r["kind"] == "http.stream.frame"]
+    assert [r["seq"] for r in frames] != sorted(r["seq"] for r in frames)  # appended out of order
+    assert len(frames) == 14 and len({r["event_id"] for r in frames}) == 13  # one redelivered
+    notes: list[Any] = []
+    story = events.project_records(records, notes=notes)
+    assert story == json.loads((DATA / "anthropic-stream-frames.storyline.json").read_text())
+    assert notes == []  # the 529 answer is not history: the retry resends the same messages
+    _, tool_turn, failed, answer = story["turns"]
+    assert tool_turn["msg"] == "Let me read the file."  # the redelivered frame is not doubled
+    assert tool_turn["tool_calls"] == [{"tcid": "toolu_01ReadMe", "fn": "read_file", "args": {"path": "README.md"}}]
+    assert (tool_turn["ttft_ms"], tool_turn["latency_ms"]) == (300, 780)  # first frame's offset; the last frame
+    assert tool_turn["metrics"] == {"input_tokens": 390, "output_tokens": 48}
+    assert (failed["extra"]["status"], failed["extra"]["error"]["type"]) == (529, "overloaded_error")
+    assert answer["msg"] == "README.md says mapc converts agent trajectories."
+
+
+def test_frames_without_a_response_record_and_an_unreadable_frame_is_reported():
+    request = {"model": "x", "stream": True, "messages": [{"role": "user", "content": "go"}]}
+    records = call(0, "c", request, None)[:1]
+    texts = [
+        sse({"type": "message_start", "message": {"id": "m", "content": []}}),
+        sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "done"}}),
+    ]
+    for n, frame in enumerate([texts[1], "%%%not base64", texts[0]]):
+        http = {"frame": frame, "body_encoding": "base64"} if n == 1 else {"frame": frame}
+        records.append(
+            {
+                "source": "proxy",
+                "session_id": "s",
+                "call_id": "c",
+                "seq": [5, 4, 3][n],
+                "kind": "http.stream.frame",
+                "timestamp_unix_ms": 2000 + n,
+                "payload": {"http": http},
+            }
+        )
+    notes: list[Any] = []
+    _, turn = events.project_records(records, notes=notes)["turns"]
+    assert (turn["msg"], turn["extra"]["seq"], turn["ttft_ms"]) == (
+        "done",
+        5,
+        2002,
+    )  # the first frame by seq (3) came at 2002 ms
+    assert [(p.code, p.pointer) for p in notes] == [
+        ("events.bad_frame", 'events[call_id="c", seq=4]/payload/http/frame')
+    ]
+
+
+# --- Gemini generateContent -----------------------------------------------------------------------------
+
+GEMINI = DATA / "gemini-parallel-tools.events.jsonl"
+
+
+def test_gemini_id_less_parallel_calls_a_streamed_answer_and_a_blocked_prompt_project_to_the_recorded_storyline():
+    notes: list[Any] = []
+    story = events.project_records(events.parse_jsonl(GEMINI.read_bytes()), notes=notes)
+    assert story == json.loads((DATA / "gemini-parallel-tools.storyline.json").read_text())
+    assert notes == []  # the streamed answer, resent as one text part, is the history it was
+    _, tools, answer, question, blocked = story["turns"]
+    assert {t["extra"]["protocol"] for t in story["turns"]} == {"gemini-generate-content"}
+    assert tools["reason"].startswith("**Two lookups**")  # a thought part
+    assert [(c["tcid"], c["args"], c["extra"]) for c in tools["tool_calls"]] == [
+        ("get_weather#1", {"location": "Paris, France"}, {"tcid_derived": True}),
+        ("get_weather#2", {"location": "Boston, MA"}, {"tcid_derived": True}),
+    ]
+    assert [(r["source_call_id"], r["content"]["temperature"]) for r in tools["observation"]["results"]] == [
+        ("get_weather#1", "18 C"),
+        ("get_weather#2", "9 C"),
+    ]
+    assert tools["extra"]["unmapped"] == [{"thoughtSignature": "CiQB0e2Kb7c1dXl"}]  # kept, not dropped
+    assert answer["msg"] == "Paris: 18 C and clear. Boston: 9 C with rain."  # three chunks, one text
+    assert (answer["metrics"]["cache_read_tokens"], answer["model"]) == (64, "gemini-2.5-flash")
+    assert (question["src"], blocked["msg"], blocked["extra"]["block_reason"]) == ("user", "", "SAFETY")
+    assert blocked["extra"]["response_unmapped"]["promptFeedback"]["safetyRatings"][0]["probability"] == "HIGH"
+
+
+def test_gemini_ids_when_the_wire_has_them_and_an_answer_to_no_open_call():
+    part = {"functionCall": {"id": "fc-1", "name": "f", "args": {}}}
+    records = call(
+        0,
+        "c1",
+        {"contents": [{"role": "user", "parts": [{"text": "go"}]}]},
+        {"candidates": [{"content": {"role": "model", "parts": [part]}}]},
+    )
+    history = [
+        {"role": "user", "parts": [{"text": "go"}]},
+        {"role": "model", "parts": [part]},
+        {
+            "role": "user",
+            "parts": [
+                {"functionResponse": {"id": "fc-1", "name": "f", "response": {"ok": 1}}},
+                {"functionResponse": {"name": "g", "response": {"ok": 2}}},
+            ],
+        },
+    ]
+    records += call(2, "c2", {"contents": history}, {"candidates": [{"content": {"role": "model", "parts": []}}]})
+    for record in records[::2]:
+        record["payload"]["http"]["path"] = "/v1beta/models/gemini-2.5-pro:generateContent"
+    turns = events.project_records(records)["turns"]
+    assert turns[1]["tool_calls"] == [{"tcid": "fc-1", "fn": "f", "args": {}}]
+    assert turns[1]["observation"] == {"results": [{"source_call_id": "fc-1", "content": {"ok": 1}}]}
+    orphan = next(t for t in turns if t["src"] == "user" and "observation" in t)
+    assert orphan["observation"] == {"results": [{"source_call_id": None, "name": "g", "content": {"ok": 2}}]}
+
+
 # --- tables and totality ---------------------------------------------------------------------------------
 
 
 def test_every_shipped_table_is_well_formed():
     names = {t.protocol for t in wire.tables()}
-    assert names == {"anthropic-messages", "openai-chat-completions"}
+    assert names == {"anthropic-messages", "openai-chat-completions", "openai-responses", "gemini-generate-content"}
     for table in wire.tables():
         spec = table.spec
         assert table.paths and table.stream in wire.ASSEMBLERS
@@ -307,10 +570,11 @@ def test_every_shipped_table_is_well_formed():
             assert type(spec[section]) is dict, (table.protocol, section)
         rows = [*spec["blocks"].values(), *spec["message"].get("whole", {}).values()]
         rows += [f["rule"] for f in spec["message"].get("fields", ())]
+        rows += [o["rule"] for o in spec.get("items", {}).get("other", {}).values()]
         for row in rows:
             assert type(row["to"]) is str
             for name, where in row.items():
-                if name not in ("to", "parse"):
+                if name not in ("to", "parse", "join", "ids") or name == "join":
                     assert where == "" or where.startswith("/"), (table.protocol, row)
 
 
@@ -331,6 +595,16 @@ json_values = st.recursive(
                     "choices",
                     "delta",
                     "usage",
+                    "contents",
+                    "parts",
+                    "candidates",
+                    "functionCall",
+                    "functionResponse",
+                    "thought",
+                    "output",
+                    "call_id",
+                    "previous_response_id",
+                    "arguments",
                     "tool_calls",
                     "input",
                     "name",
@@ -344,7 +618,11 @@ json_values = st.recursive(
 )
 
 
-@given(st.sampled_from(["/v1/messages", "/v1/chat/completions"]), json_values, json_values, st.booleans())
+PATHS = ["/v1/messages", "/v1/chat/completions", "/v1/responses", "/v1beta/models/m:streamGenerateContent"]
+
+
+@settings(deadline=None)
+@given(st.sampled_from(PATHS), json_values, json_values, st.booleans())
 def test_law_any_body_under_a_known_path_projects_or_fails_cleanly(path, request_body, response_body, as_sse):
     if as_sse:
         response_body = f"data: {json.dumps(response_body)}\n\n"

@@ -1,0 +1,280 @@
+"""The loss report: whether a conversion A → B is exact, and if not, what B could not say.
+
+"Exact" (issue 15, docs/lossless.md) means the law A → B → A holds with B's native values alone,
+without mapc's `_storyline` envelope.  The export (engine/provenance.py) already carries in the
+envelope exactly what B cannot give back, so a conversion is exact when its output needs no
+envelope entry; every entry is a value *carried* (or, under `--no-envelope`, *dropped*).  For a
+Storyline input (the hub has no document of its own to rebuild), the values B's reading of the
+output does not give back are *lost*.  Values B's reading says that the input did not (an agent
+name a format without one synthesizes, default timestamps) are *synthesized*: reported, and not a
+loss when the way back does not write them.
+
+The report is plain data: small frozen values, every entry located by a JSON Pointer, built by
+`assess` from the conversion's input Storylines and its output; the CLI prints `Report.line()` and
+writes `Report.as_dict()` for `--report`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from mapc.engine import envelope, pointer
+from mapc.engine.problems import MapcError, Problem
+from mapc.engine.values import MISSING, json_equal
+
+VERSION = 1
+CARRIED, DROPPED = "carried", "dropped"
+# Storyline keys that say where a Storyline came from rather than what it says: a hop changes them
+# by definition (origin) or they are the residual bookkeeping the carried entries already report.
+_BOOKKEEPING = ("origin", "schema_version", "unknown_fields", "unknown_key_counts")
+
+
+@dataclass(frozen=True, slots=True)
+class Carried:
+    """One value B could not say: of `source` (the format whose document it belongs to; the hub's
+    own ``storyline`` for the keys that tie a tree together), at `pointer` in that document, carried
+    by the node at `carrier` in B's output (or dropped with it, under `--no-envelope`)."""
+
+    source: str
+    pointer: str
+    carrier: str
+    bytes: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready view."""
+        return {"source": self.source, "pointer": self.pointer, "carrier": self.carrier, "bytes": self.bytes}
+
+
+@dataclass(frozen=True, slots=True)
+class Said:
+    """A value of B's reading of the output that differs from the input Storyline's, at `pointer`
+    into the Storyline (``/k/…`` when there are several): `value` is what B says (for a value lost,
+    what the input said), `was` what the input said, as a 1-tuple, or () when it had none (a
+    tuple rather than a marker, so a report pickles to a worker and back unchanged)."""
+
+    pointer: str
+    value: Any
+    was: tuple[Any, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready view (`was` only when the input had a value)."""
+        out = {"pointer": self.pointer, "value": self.value}
+        if self.was:
+            out["was"] = self.was[0]
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """What one conversion kept and lost.
+
+    `carried` are the envelope's entries (`mode` says whether the output keeps them, ``carried``,
+    or they were left out, ``dropped``); `lost` the Storyline values B does not give back that no
+    envelope carries (a Storyline input); `synthesized` what B says instead of, or beside, the
+    input; `problems` what could not be assessed (B's reading of its own output failed)."""
+
+    from_format: str
+    to_format: str
+    mode: str = CARRIED
+    carried: tuple[Carried, ...] = ()
+    lost: tuple[Said, ...] = ()
+    synthesized: tuple[Said, ...] = ()
+    problems: tuple[Problem, ...] = field(default=())
+    path: str | None = None
+
+    @property
+    def exact(self) -> bool:
+        """Whether B's native values give A back: nothing carried, dropped or lost, nothing unassessed."""
+        return not (self.carried or self.lost or self.problems)
+
+    def at(self, path: str | None) -> Report:
+        """The same report for the file `path`."""
+        return Report(
+            self.from_format,
+            self.to_format,
+            self.mode,
+            self.carried,
+            self.lost,
+            self.synthesized,
+            self.problems,
+            path,
+        )
+
+    def summary(self) -> str:
+        """One clause per kind: ``/agent/name synthesized as "ACTF Agent"; 3 values carried in _storyline (atif 3)``."""
+        parts = []
+        if self.synthesized:
+            parts.append("synthesized: " + _grouped(self.synthesized, as_value=True))
+        if self.carried:
+            n = len(self.carried)
+            by = _counts(c.source for c in self.carried)
+            how = "carried in _storyline" if self.mode == CARRIED else "dropped (no envelope)"
+            parts.append(
+                f"{n} value{'s' if n != 1 else ''} {how} ({by}: {_templates(c.pointer for c in self.carried)})"
+            )
+        if self.lost:
+            n = len(self.lost)
+            parts.append(f"{n} value{'s' if n != 1 else ''} not said by {self.to_format}: {_grouped(self.lost)}")
+        parts += [f"not assessed: {p}" for p in self.problems]
+        return "; ".join(parts) if parts else "exact"
+
+    def line(self) -> str:
+        """The line the CLI prints for a conversion that is not exact."""
+        head = f"{self.path}: " if self.path else ""
+        state = "exact" if self.exact else "not exact"
+        return f"{head}{state} ({self.from_format} → {self.to_format}): {self.summary()}"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as data (the entries of `mapc convert --report FILE.json`)."""
+        return {
+            "path": self.path,
+            "from": self.from_format,
+            "to": self.to_format,
+            "exact": self.exact,
+            "envelope": self.mode == CARRIED,
+            "carried" if self.mode == CARRIED else "dropped": [c.as_dict() for c in self.carried],
+            "lost": [s.as_dict() for s in self.lost],
+            "synthesized": [s.as_dict() for s in self.synthesized],
+            "problems": [p.as_dict() for p in self.problems],
+        }
+
+
+def _template(ptr: str) -> str:
+    """`ptr` with array indices written ``*`` (``/steps/3/x`` → ``/steps/*/x``)."""
+    return "/".join("*" if t.isdigit() else t for t in ptr.split("/"))
+
+
+def _counts(items: Iterator[str] | Any) -> str:
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item] = counts.get(item, 0) + 1
+    return ", ".join(f"{k} {n}" for k, n in counts.items())
+
+
+def _templates(ptrs: Iterator[str] | Any, limit: int = 4) -> str:
+    counts: dict[str, int] = {}
+    for p in ptrs:
+        t = _template(p) or "the whole document"
+        counts[t] = counts.get(t, 0) + 1
+    shown = [f"{t} ×{n}" if n > 1 else t for t, n in list(counts.items())[:limit]]
+    more = len(counts) - limit
+    return ", ".join(shown) + (f", … {more} more" if more > 0 else "")
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _grouped(said: tuple[Said, ...], as_value: bool = False, limit: int = 4) -> str:
+    groups: dict[tuple[str, str], int] = {}
+    for s in said:
+        key = (_template(s.pointer) or "the whole document", _short(s.value) if as_value else "")
+        groups[key] = groups.get(key, 0) + 1
+    shown = [
+        f"{t}{f' as {v}' if as_value else ''}{f' ×{n}' if n > 1 else ''}" for (t, v), n in list(groups.items())[:limit]
+    ]
+    more = len(groups) - limit
+    return ", ".join(shown) + (f", … {more} more" if more > 0 else "")
+
+
+# --- assessing --------------------------------------------------------------------------------
+
+
+def envelope_entries(documents: list[Any], at: str) -> tuple[Carried, ...]:
+    """Every value carried in the envelopes of `documents` (B's output documents, envelope at `at`),
+    located ``/k…`` when there are several; the envelope's own slot note is not a value."""
+    out: list[Carried] = []
+    for k, doc in enumerate(documents):
+        try:
+            _, carried = envelope.take(doc, at)
+        except MapcError:
+            continue  # not an envelope mapc wrote; the reader says what is wrong with it
+        base = f"/{k}" if len(documents) > 1 else ""
+        for carrier, entry in carried.items():
+            for source, body in entry["sources"].items():
+                if source == envelope.SLOT:
+                    continue
+                for ptr, value in body["fields"].items():
+                    out.append(Carried(source, ptr, base + carrier, _size(value)))
+    return tuple(out)
+
+
+def without_envelopes(documents: list[Any], at: str) -> list[Any]:
+    """`documents` as the pure target format: each one's envelope taken out."""
+    out = []
+    for doc in documents:
+        try:
+            out.append(envelope.take(doc, at)[0])
+        except MapcError:
+            out.append(doc)
+    return out
+
+
+def _size(value: Any) -> int:
+    try:
+        return len(orjson.dumps(value))
+    except orjson.JSONEncodeError:
+        return len(json.dumps(value, ensure_ascii=False, default=repr))
+
+
+def story_changes(
+    before: list[dict[str, Any]], after: list[dict[str, Any]]
+) -> tuple[tuple[Said, ...], tuple[Said, ...]]:
+    """(lost, synthesized) between the input Storylines and B's reading of the output: values the
+    reading lacks, and values it has that differ or are new (Storylines matched by position; a
+    different number of them is one loss at ``""``)."""
+    if len(before) != len(after):
+        lost = Said("", f"{len(before)} Storylines read back as {len(after)}")
+        return (lost,), ()
+    lost: list[Said] = []
+    made: list[Said] = []
+    for k, (a, b) in enumerate(zip(before, after, strict=True)):
+        base = f"/{k}" if len(before) > 1 else ""
+        a = {key: v for key, v in a.items() if key not in _BOOKKEEPING}
+        b = {key: v for key, v in b.items() if key not in _BOOKKEEPING}
+        for ptr, was, now in _leaf_diff(a, b, base):
+            if now is MISSING:
+                lost.append(Said(ptr, was))
+            else:
+                made.append(Said(ptr, now, () if was is MISSING else (was,)))
+    return tuple(lost), tuple(made)
+
+
+def _leaf_diff(a: Any, b: Any, at: str) -> Iterator[tuple[str, Any, Any]]:
+    """(pointer, input value or MISSING, output value or MISSING) where `a` and `b` differ, as deep
+    as both are objects or arrays."""
+    if json_equal(a, b):
+        return
+    if type(a) is dict and type(b) is dict:
+        for key in {**a, **b}:
+            yield from _leaf_diff(a.get(key, MISSING), b.get(key, MISSING), f"{at}/{pointer.escape(key)}")
+        return
+    if type(a) is list and type(b) is list:
+        for i in range(max(len(a), len(b))):
+            yield from _leaf_diff(a[i] if i < len(a) else MISSING, b[i] if i < len(b) else MISSING, f"{at}/{i}")
+        return
+    yield at, a, b
+
+
+def combined(reports: list[Report], from_format: str, to_format: str) -> Report:
+    """One report for the documents of one file converted one by one (a JSONL input streamed):
+    the k-th report's entries located under ``/k`` of the output, as the array it writes."""
+    if len(reports) == 1:
+        return reports[0]
+    carried: list[Carried] = []
+    lost: list[Said] = []
+    made: list[Said] = []
+    problems: list[Problem] = []
+    for k, r in enumerate(reports):
+        carried += [Carried(c.source, c.pointer, f"/{k}{c.carrier}", c.bytes) for c in r.carried]
+        lost += [Said(f"/{k}{s.pointer}", s.value, s.was) for s in r.lost]
+        made += [Said(f"/{k}{s.pointer}", s.value, s.was) for s in r.synthesized]
+        problems += [p.within(f"/{k}") for p in r.problems]
+    mode = reports[0].mode if reports else CARRIED
+    return Report(from_format, to_format, mode, tuple(carried), tuple(lost), tuple(made), tuple(problems))

@@ -1,0 +1,149 @@
+"""engine/loss.py and the API's loss report: every conversion knows whether it is exact (issue 15 §4).
+
+"Exact" is the law A → B → A with B's native values alone (docs/lossless.md): what the envelope
+carries is exactly what the way back without it would lose, so these tests check the report
+against that way back, and against the envelope itself.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import orjson
+import pytest
+from conftest import FIXTURES
+
+import mapc
+from mapc.engine import convert, loss
+from mapc.engine.values import json_equal
+
+SPEC_FORMATS = ("atif", "actf", "openai-msg")
+FILES = [p for fmt in SPEC_FORMATS for p in sorted((FIXTURES / fmt).glob("*.json"))]
+ATIF = FIXTURES / "atif" / "support-ticket.json"
+
+
+def _bare(document, at):
+    documents = loss.without_envelopes(document if type(document) is list else [document], at)
+    return documents if type(document) is list else documents[0]
+
+
+def _pairs():
+    for path in FILES:
+        for target in (*SPEC_FORMATS, "storyline", "agenticmd"):
+            yield pytest.param(path, target, id=f"{path.parent.name}/{path.name}->{target}")
+
+
+@pytest.mark.parametrize(("path", "target"), list(_pairs()))
+def test_exact_means_the_way_back_without_the_envelope_gives_the_document(path, target):
+    fmt = path.parent.name
+    # the data model's document: an OpenAI row list comes back as its canonical object form (§1.5)
+    original = mapc.from_storyline(fmt, mapc.into_storyline(fmt, path, path=path.name))
+    try:
+        bare, report = mapc.convert_reported(fmt, target, path, path=path.name, envelope=False)
+    except mapc.MapcError as exc:
+        assert exc.problems[0].code.startswith(("export.", "agenticmd.several")), exc.problems  # refused, and says so
+        return
+    assert report.from_format == fmt and report.to_format == target and report.mode == loss.DROPPED
+    text = bare.encode() if isinstance(bare, str) else orjson.dumps(bare)
+    assert b"_storyline" not in text or target in ("storyline", "agenticmd")
+    back = mapc.from_storyline(fmt, mapc.into_storyline(target, text), carry=False)
+    at = convert.program_for(fmt).spec.envelope
+    assert report.exact == json_equal(_bare(back, at), original), report.line()
+    assert not report.problems
+
+
+@pytest.mark.parametrize(("path", "target"), list(_pairs()))
+def test_what_is_carried_is_what_the_envelope_holds_and_it_brings_the_document_back(path, target):
+    fmt = path.parent.name
+    try:
+        document, report = mapc.convert_reported(fmt, target, path, path=path.name)
+    except mapc.MapcError:
+        return  # the test above checks the refusal
+    documents = document if type(document) is list else [document]
+    if target in SPEC_FORMATS:
+        at = convert.program_for(target).spec.envelope
+        entries = loss.envelope_entries(documents, at)
+        assert entries == report.carried
+    else:
+        assert report.carried == ()  # Storyline and AgenticMD say everything natively
+    text = document.encode() if isinstance(document, str) else orjson.dumps(document)
+    back = mapc.from_storyline(fmt, mapc.into_storyline(target, text), carry=False)
+    canonical = mapc.from_storyline(fmt, mapc.into_storyline(fmt, path, path=path.name))
+    # the law, with the envelope (B's own residuals of what it read may ride in A's envelope in turn)
+    at = convert.program_for(fmt).spec.envelope
+    assert json_equal(_bare(back, at), canonical)
+
+
+def test_a_same_format_conversion_is_exact_and_atif_to_actf_says_what_it_synthesized_and_carried():
+    _, same = mapc.convert_reported("atif", "atif", ATIF)
+    assert same.exact and same.carried == () and same.line().startswith("exact (atif → atif)")
+    _, report = mapc.convert_reported("atif", "actf", ATIF)
+    assert not report.exact
+    assert mapc.Said("/agent/name", "ACTF Agent", ("support-agent",)) in report.synthesized
+    assert report.carried and {c.source for c in report.carried} == {"atif"}
+    line = report.at("x.json").line()
+    assert line.startswith("x.json: not exact (atif → actf): ")
+    assert 'synthesized: /agent/name as "ACTF Agent"' in line
+    assert f"{len(report.carried)} value" in line and "carried in _storyline" in line
+
+
+def test_a_storyline_input_reports_what_the_target_does_not_say():
+    story = mapc.into_storyline("atif", ATIF)[0]
+    story.pop("origin")  # a Storyline of the hub's own: no document of another format to carry home
+    story.pop("unknown_fields", None)
+    story.pop("unknown_key_counts", None)
+    _, report = mapc.from_storyline_reported("actf", story)
+    assert report.from_format == "storyline" and not report.exact
+    users = [s for s in report.lost if s.pointer.startswith("/turns/") and s.pointer.endswith("/src")]
+    assert report.lost and report.carried == ()
+    assert "not said by actf" in report.line()
+    assert users or any(s.pointer.startswith("/agent") for s in report.synthesized)
+
+
+def test_strict_refuses_a_conversion_that_is_not_exact_and_passes_one_that_is():
+    with pytest.raises(mapc.MapcError) as info:
+        mapc.convert_reported("atif", "actf", ATIF, strict=True)
+    assert info.value.problems[0].code == "convert.not_exact"
+    assert "carried in _storyline" in info.value.problems[0].message
+    document, report = mapc.convert_reported("atif", "storyline", ATIF, strict=True)
+    assert report.exact and document["origin"]["format"] == "atif"
+
+
+def test_a_report_is_plain_data_that_pickles_and_writes_as_json():
+    _, report = mapc.convert_reported("atif", "openai-msg", FIXTURES / "atif" / "claude-code-harbor.json")
+    assert pickle.loads(pickle.dumps(report)) == report  # to a worker process and back
+    data = orjson.loads(orjson.dumps(report.as_dict()))
+    assert data["exact"] is False and data["envelope"] is True
+    assert len(data["carried"]) == len(report.carried)
+    assert all(set(c) == {"source", "pointer", "carrier", "bytes"} for c in data["carried"])
+    with pytest.raises(AttributeError):
+        report.mode = "x"  # type: ignore[misc]
+
+
+def test_the_envelope_is_proportional_to_what_was_lost_not_to_the_rows():
+    # issue 15: an OpenAI story's residuals ride once (under its first row), not once per row
+    path = FIXTURES / "atif" / "claude-code-harbor.json"
+    document, report = mapc.convert_reported("atif", "openai-msg", path)
+    size = len(orjson.dumps(document["_storyline"]))
+    assert len(document["session_steps"]) > 5
+    assert size < len(path.read_bytes())  # before: 220,007 bytes for a 24,858-byte input
+    assert len({c.carrier for c in report.carried}) == 1
+
+
+def test_several_documents_one_by_one_combine_under_their_positions():
+    one = mapc.convert_reported("atif", "actf", ATIF)[1]
+    both = loss.combined([one, one], "atif", "actf")
+    assert len(both.carried) == 2 * len(one.carried)
+    assert {c.carrier.split("/")[1] for c in both.carried} == {"0", "1"}
+    assert loss.combined([one], "atif", "actf") is one
+
+
+def test_the_report_of_an_output_its_format_cannot_read_says_so(monkeypatch):
+    def unreadable(fmt, data, **kwargs):
+        raise mapc.MapcError.single("json.invalid", "/x", "bad")
+
+    stories = mapc.into_storyline("atif", ATIF)
+    monkeypatch.setattr(convert, "into_storyline", unreadable)
+    _, report = convert.from_storyline_reported("atif", stories)
+    assert not report.exact and report.problems[0].code == "json.invalid"
+    assert "not assessed" in report.line()
