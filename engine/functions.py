@@ -95,6 +95,17 @@ def rfc3339_text(value: Any) -> Any:
     return format_rfc3339(timestamp_ns(value))
 
 
+@register("space_offset_text", 1)
+def space_offset_text(value: Any) -> Any:
+    """A timestamp as ``YYYY-MM-DD HH:MM:SS[.f]+00:00`` text (a space, an offset): a string as is,
+    epoch seconds formatted in UTC."""
+    if type(value) is str or value is MISSING or value is None:
+        return value
+    from mapc.engine.timestamp import format_space_offset, timestamp_ns
+
+    return format_space_offset(timestamp_ns(value))
+
+
 @register("effective_kind", 2)
 def effective_kind(src: Any, tool_calls: Any) -> str:
     """R-KIND for a turn without an explicit kind, from its `src` and `tool_calls`."""

@@ -212,16 +212,6 @@ def actf_observation(result: Any) -> Any:
     return out
 
 
-@register("actf_space_time", 1)
-def actf_space_time(value: Any) -> Any:
-    """An ACTF timestamp: a string as is, epoch seconds as ``YYYY-MM-DD HH:MM:SS[.f]+00:00``."""
-    if type(value) is str or value is MISSING or value is None:
-        return value
-    from mapc.engine.timestamp import format_space_offset, timestamp_ns
-
-    return format_space_offset(timestamp_ns(value))
-
-
 @register("actf_step_problems", 1)
 def actf_step_problems(step: Any) -> list[tuple[str, str, str]]:
     """A step's tool-id rules: effective ids unique, and observations referring to one of them.
