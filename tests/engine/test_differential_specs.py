@@ -3,7 +3,8 @@
 tests/formats/test_differential.py compares the two runs over the shipped specs; shapes no shipped
 spec has (a forward-only chain with a condition, a null no conversion turns into no value, a
 default beside a `when`, a fallback array...) are only reached by specs made here: a document
-scope and one array scope, each row one of the ops (copy, first_of, const, call) with any of
+scope and one array scope, each row one of the ops (copy, first_of, const, call, with `{const:}`
+arguments) with any of
 `when`, `keep_null`, a conversion and a `back:` block, over documents that put every kind of
 value (null, "", {}, [], numbers, text, objects) at the pointers the rows read.  Forward and
 reverse, the generated and the traced runs must give the same bytes, or the same errors.
@@ -65,9 +66,13 @@ def rows(draw: st.DrawFn, sources: tuple[str, ...], target: str) -> dict[str, An
     if op == "const":
         row["const"] = draw(values)
         return row
-    if op == "call":
-        row["call"] = "int_ms"
+    if op == "call":  # a function of sources and `{const: V}` arguments
+        row["call"] = draw(st.sampled_from(["int_ms", "with_defaults", "same_or"]))
         row["args"] = [draw(st.sampled_from(sources))]
+        if row["call"] == "with_defaults":
+            row["args"].append({"const": {"k": draw(values), "x": None}})
+        elif row["call"] == "same_or":
+            row["args"] += [{"const": draw(values)}, {"const": draw(values)}]
         if draw(st.booleans()):
             row["back"] = "none"
         return row
