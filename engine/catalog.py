@@ -202,6 +202,10 @@ class Catalog:
 
         return format_of(self, name)
 
+    def compiled(self) -> list[str]:
+        """The shipped specs this catalog has compiled so far (a run compiles only its own)."""
+        return sorted(self._held.get("programs", {}))
+
     def memo(self, key: str, make: Callable[[], Any]) -> Any:
         """What `make()` gives, made once per catalog and kept under `key` (for the engine's
         modules that derive tables from a catalog, e.g. detection rules)."""
