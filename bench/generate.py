@@ -7,7 +7,7 @@ committed. Sizes are in MB of 10^6 bytes of compact JSON, as `orjson.dumps` writ
     python bench/generate.py storyline --mb 30 -o bench/data/storyline-30mb.json
     python bench/generate.py actf --mb 30 -o bench/data/actf-30mb.json
 
-The content imitates real agent runs (REFERENCE.md §1.4 and tests/data/fixtures/atif/): user, agent and
+The content imitates real agent runs (docs/formats.md and tests/data/fixtures/atif/): user, agent and
 system steps, RFC3339 timestamps in several spellings, messages of log-uniform length (some content-part
 lists), tool calls with arguments, results and `extra` (some with an integer or float `duration_ms`),
 observations, metrics whose latency comes from `latency_ms`, `elapsed_ms` or `duration_ms` (and a few that
@@ -84,7 +84,7 @@ class _Content:
 
 
 def _rfc3339(rng: random.Random, at: datetime) -> str:
-    """`at` in one of the RFC3339 spellings agents write (all valid per REFERENCE.md §1.1 R-TS)."""
+    """`at` in one of the RFC3339 spellings agents write (all valid per docs/storyline.md, R-TS)."""
     r = rng.random()
     if r < 0.5:
         return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
@@ -395,10 +395,10 @@ def _vendor_unknowns(c: _Content, n: int) -> dict[str, Any]:
 
 
 def storyline(size: int, seed: int = 0) -> dict[str, Any]:
-    """One valid storyline/v1 document of about `size` bytes that uses every optional part of RFC-0001.
+    """One valid storyline/v1 document of about `size` bytes that uses every optional part of docs/storyline.md.
 
     Its residuals belong to an unknown source, ``vendor``, whose pointers are not normalized, so each
-    pointer is counted once under itself in `unknown_key_counts` (REFERENCE.md §3).
+    pointer is counted once under itself in `unknown_key_counts` (docs/envelope.md).
     """
     rng = random.Random(seed)
     c = _Content(rng)

@@ -1,4 +1,4 @@
-"""ATIF v1.7 → Storyline with a glom spec: the field renames of REFERENCE.md §1.4, for the benchmark only.
+"""ATIF v1.7 → Storyline with a glom spec: the field renames of docs/formats.md ("ATIF"), for the benchmark only.
 
 glom is installed in the dev venv for this comparison; it is not a mapc dependency, so it is imported here
 only. The spec does the renames, null-as-absent (`Coalesce(..., skip=(None,), default=SKIP)`), the kind,

@@ -1,6 +1,6 @@
 """A hand-written ACTF v1.0 ⇄ Storyline converter: the baseline the mapping engine is measured against.
 
-Written the way a competent user would write it (dicts, loops, orjson), following REFERENCE.md §1.3: one
+Written the way a competent user would write it (dicts, loops, orjson), following docs/formats.md ("ACTF"): one
 Storyline per attempt in file order (`session` = task id, or ``{task_id}#attempt-{a}`` for several;
 `run` = task id; `attempt_id`), the constants (`agent`, `src`, `nllm`), `kind` autonomous when the step has
 tools, the effective tool list (`tools`, else `assistant_content.tool_calls`) with effective ids

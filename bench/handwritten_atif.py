@@ -1,7 +1,7 @@
 """A hand-written ATIF v1.7 ⇄ Storyline converter: the baseline the mapping engine is measured against.
 
-Written the way a competent user would write it (dicts, loops, orjson), following REFERENCE.md §1.4 and the
-RFC-0008 pointer table: session rule (children: own `session_id` → own `trajectory_id` → parent's session),
+Written the way a competent user would write it (dicts, loops, orjson), following docs/formats.md ("ATIF") and
+mappings/atif.yaml's pointer table: session rule (children: own `session_id` → own `trajectory_id` → parent's session),
 agent and turn renames, the effective `kind` written only where it differs from the default, `latency_ms`
 from the first present of `metrics.latency_ms` / `elapsed_ms` / `duration_ms`, `ttft_ms`, integer
 `extra.duration_ms` promoted on tool calls, subagents as separate Storylines linked by `children`/`parent`,
@@ -104,7 +104,7 @@ def ttft_from(metrics: dict[str, Any]) -> int | None:
 
 
 def effective_kind(src: str, tool_calls: Any) -> str:
-    """RFC-0001 R-KIND: the kind a reader assumes when `kind` is absent."""
+    """R-KIND (docs/storyline.md): the kind a reader assumes when `kind` is absent."""
     if src == "user":
         return "dialogue"
     if src == "system":

@@ -1,6 +1,6 @@
 """A hand-written OpenAI Messages ⇄ Storyline converter: the baseline the row-corpus engine is measured against.
 
-Written the way a competent user would write it (dicts, loops, orjson), following REFERENCE.md §1.5 for
+Written the way a competent user would write it (dicts, loops, orjson), following docs/formats.md (OpenAI) for
 the corpora `rows_openai.py` generates: rows grouped by `session_id` (first appearance first) and sorted
 by `step_id`; context turns from the first row's messages before its last user message; per row a
 request turn (the last user message) and a response turn (`response`, with tool calls whose string

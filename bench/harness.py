@@ -1,7 +1,7 @@
 """The benchmark registry, data sets, timing and the Markdown table; `run.py` is its command line.
 
 A row is a factory registered with `@bench`: it receives the input `Sample` once (untimed setup) and returns
-the zero-argument callable that is timed, parse + transform + serialize, like ENGINE-NOTES.md:
+the zero-argument callable that is timed, parse + transform + serialize, like bench/README.md says:
 
     @bench("mapc atif forward", group="atif", data="atif", baseline="handwritten forward")
     def _mapc_forward(sample: Sample) -> Work:

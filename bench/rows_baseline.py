@@ -1,4 +1,4 @@
-"""The baseline rows the mapping engine is compared with (see ENGINE-NOTES.md for the method).
+"""The baseline rows the mapping engine is compared with (bench/README.md says the method).
 
 Group `validate`: parsing the Storyline is the floor under any validator. Group `atif`: orjson alone (the
 floor), the hand-written converter both ways, and the generic tools jq and glom on the same renames.

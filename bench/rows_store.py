@@ -7,12 +7,12 @@ The data set ``storyline-corpus`` is a JSON array of bench/generate.py Storyline
 
 Group ``store`` (baseline: one ``lance.write_dataset`` per table, the floor):
 - the floor, and the same three tables written as Parquet with pyarrow (both from rows split beforehand);
-- ``dataset.store`` from parsed documents (split + checks + three commits + CURRENT), and the whole import
-  from bytes (parse + validate + split + commit), which is what ``mapc store`` does;
+- ``dataset.store`` from parsed documents (split + checks + three commits + CURRENT), and ``mapc store
+  --from storyline FILE`` itself (parse + validate + split + commit), run in this process by click's runner;
 - export: reading the three tables into Arrow (the floor of export), that plus ``orjson.dumps`` of the
   documents (issue 20's export floor, the baseline of ``mapc export``), ``dataset.read`` (read + invariant
-  checks + rebuild + re-validation), and ``mapc export --to storyline`` (that, then the hub's own validation
-  and the JSON bytes);
+  checks + rebuild + re-validation), and the command ``mapc export --to storyline`` (read + checks + rebuild,
+  the hub's own validation, and the indented JSON bytes it prints);
 - one session read back with ``dataset.read(session=…)``, without and with the scalar indexes.
 
 Every timed write goes to a new directory under one temporary root, removed when the process exits.
@@ -31,7 +31,7 @@ import generate
 import orjson
 from harness import Sample, Work, bench, dataset
 
-from mapc.engine import convert, storyline
+from mapc.engine import storyline
 
 DOC_BYTES = 500_000
 _dirs: list[Path] = []  # [the temporary root], made on first use and removed at exit
@@ -140,16 +140,23 @@ def _dataset_store(sample: Sample) -> Work:
     return lambda: store_dataset.store(_fresh("store"), batches)
 
 
+def _mapc(*args: str) -> bytes:
+    """`mapc ARGS` in this process (click's runner: the command as a user runs it, output kept in memory)."""
+    from click.testing import CliRunner
+
+    from mapc.cli.main import cli
+
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    if result.exit_code != 0:
+        raise RuntimeError(f"mapc {' '.join(args)} exited {result.exit_code}: {result.stderr[-2000:]}")
+    return result.stdout_bytes
+
+
 @bench("mapc store (parse + validate + split + commit)", group="store", data="storyline-corpus",
        baseline="lance.write_dataset ×3 (floor)")  # fmt: skip
 def _mapc_store(sample: Sample) -> Work:
-    from mapc.store import dataset as store_dataset
-
-    def work() -> None:
-        docs = convert.into_storyline("storyline", sample.data)
-        store_dataset.store(_fresh("mapc"), [(store_dataset.Source("corpus", f"/{i}"), d) for i, d in enumerate(docs)])
-
-    return work
+    # The command itself on the corpus file (one file: its one chunk runs in this process).
+    return lambda: _mapc("store", "--from", "storyline", str(sample.path), "--to", str(_fresh("mapc")))
 
 
 @bench("lance to_table ×3 (export floor)", group="store", data="storyline-corpus",
@@ -198,11 +205,9 @@ def _export_floor(sample: Sample) -> Work:
 @bench("mapc export --to storyline", group="store", data="storyline-corpus",
        baseline="to_table ×3 + orjson.dumps (export floor, issue 20)")  # fmt: skip
 def _mapc_export(sample: Sample) -> Work:
-    from mapc.store import dataset as store_dataset
-
     root = _stored(sample, indexed=False)
-    # as the command: the conversion validates the rebuilt Storylines (once)
-    return lambda: orjson.dumps(convert.from_storyline("storyline", store_dataset.read(root, validate=False)))
+    # The command itself: read + invariant checks + rebuild, the hub's validation, the JSON bytes (to memory).
+    return lambda: _mapc("export", str(root), "--to", "storyline")
 
 
 @bench("read one session, no index", group="store", data="storyline-corpus",

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import orjson
 
 from mapc.cli import corpus, report, sessions
 from mapc.cli.boundary import on_interrupt, options
@@ -57,6 +58,13 @@ from mapc.engine.redact import summary as redact_summary
     is_flag=True,
     help="For a DIR: leave files whose output is already there (a stopped run goes on where it stopped).",
 )
+@click.option(
+    "--jsonl",
+    "jsonl_flag",
+    is_flag=True,
+    help="INPUT is JSON Lines (one document, or row, a line) whatever its name; for - (stdin) this is "
+    "also seen from the content.",
+)
 @report_options
 @redact_options
 @engine_options
@@ -75,6 +83,7 @@ def convert_command(
     report_file: str | None = None,
     strict: bool = False,
     no_envelope: bool = False,
+    jsonl_flag: bool = False,
 ) -> None:
     """Convert INPUT (a file, or every file under a directory) from one format to another, through Storyline.
 
@@ -112,11 +121,15 @@ def convert_command(
             _convert_lines(input, fmt, to_fmt, output, strict, not no_envelope, report_file)
             return
     data = read_bytes(input)
+    lines = jsonl_flag or is_jsonl(input) or (input == "-" and looks_like_jsonl(data))
     if from_fmt is None:
-        from_fmt = detected(input, data)
+        if lines and not is_jsonl(input):  # stdin, or --jsonl: the content's first line says the format
+            from_fmt = detect.by_content(data, jsonl=True) or detected(input, data)
+        else:
+            from_fmt = detected(input, data)
     with fail_on(input):
         try:
-            stories = _into_storyline(input, from_fmt, data)
+            stories = _into_storyline(input, from_fmt, data, lines)
         except MapcError:
             _hint_detected(input, data, from_fmt)
             raise
@@ -131,7 +144,19 @@ def convert_command(
         if strict and not assessed.exact:
             report.write_report(report_file, [assessed], strict=strict)
             raise MapcError([report.refusal(assessed)])
-    write_bytes(output, output_bytes(output, result))
+    files = convert.companion_files(to_fmt, result, _stem(output)) if output not in (None, "-") else None
+    if files is not None and output is not None:  # a session and its subagents: its file, theirs beside it
+        for rel, records in files[1:]:
+            target = Path(output).parent / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_bytes(str(target), b"".join(jsonl_chunks(iter([records]))))
+        result = files[0][1]
+        output_data = b"".join(jsonl_chunks(iter([result])))
+        write_bytes(output, output_data)
+    else:
+        if output is not None and is_jsonl(output):
+            result = convert.as_lines(to_fmt, result)  # a row corpus: one row a line (the envelope in the first)
+        write_bytes(output, output_bytes(output, result))
     report.write_report(report_file, [assessed], strict=strict)
     for line in report.lines([assessed]):
         click.echo(line, err=True)
@@ -139,15 +164,20 @@ def convert_command(
         click.echo(f"{input}: {redact_summary(counts)}", err=True)
 
 
-def _into_storyline(input: str, fmt: str, data: bytes) -> list[dict[str, Any]]:
-    """The Storylines of INPUT; an event stream with companion files beside it (a Claude Code
-    session's subagent transcripts) is read with them, as one tree."""
+def _into_storyline(input: str, fmt: str, data: bytes, lines: bool = False) -> list[dict[str, Any]]:
+    """The Storylines of INPUT (JSON Lines with `lines`); an event stream with companion files beside
+    it (a Claude Code session's subagent transcripts) is read with them, as one tree."""
     pattern = convert.companions_pattern(fmt) if input != "-" else None
     if pattern is None:
-        return convert.into_storyline(fmt, data, jsonl=is_jsonl(input), path=document_path(input), options=options())
+        return convert.into_storyline(fmt, data, jsonl=lines, path=document_path(input), options=options())
     base = Path(input).parent
     found = [(Path(c).relative_to(base).as_posix(), read_bytes(c)) for c in sessions.companions(pattern, input)]
     return convert.into_storyline_with(fmt, data, found, path=document_path(input), options=options())
+
+
+def _stem(path: str | None) -> str:
+    name = Path(path or "").name
+    return name.rsplit(".", 1)[0] if "." in name else name
 
 
 def _hint_detected(input: str, data: bytes, from_fmt: str) -> None:
@@ -172,6 +202,19 @@ def detected(input: str, data: bytes) -> str:
     raise click.BadParameter(
         f"cannot tell the format of {input} from its name or content; say it with --from", param_hint="INPUT"
     )
+
+
+def looks_like_jsonl(data: bytes) -> bool:
+    """Whether stdin's `data` is JSON Lines: several non-empty lines, the first a whole JSON value
+    by itself (a pretty-printed document's first line is not)."""
+    lines = [line for line in data.splitlines() if line.strip()]
+    if len(lines) < 2:
+        return False
+    try:
+        orjson.loads(lines[0])
+    except orjson.JSONDecodeError:
+        return False
+    return True
 
 
 def _streams(from_fmt: str, to_fmt: str) -> bool:

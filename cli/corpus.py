@@ -46,14 +46,16 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
+from mapc.cli import sessions
 from mapc.cli.engines import Engine, LocalEngine
 from mapc.cli.files import NotRegularFile, is_jsonl, read_limited, shown, walk, write_atomically
 from mapc.cli.output import document_bytes
 from mapc.cli.render import problem_line, unknown_field_line
 from mapc.cli.report import lines as report_lines_of
 from mapc.cli.report import refusal
-from mapc.engine import catalog, codecs, convert, detect, residual
+from mapc.engine import catalog, codecs, convert, detect, envelope, residual
 from mapc.engine.loss import Report
 from mapc.engine.options import DEFAULT, Options
 from mapc.engine.problems import MapcError, Problem
@@ -295,14 +297,23 @@ def _failed(job: Job, size: int, problems: Sequence[Problem]) -> FileResult:
     return FileResult(job.path, FAILED, input_bytes=size, problem=problems[0], problems=len(problems))
 
 
-def unknown_counts(stories: Iterable[dict]) -> tuple[tuple[str, str, int], ...]:
-    """``(source, normalized key, n)`` over one file's Storylines; a ``(source, document id, pointer)`` counts once."""
+def unknown_counts(stories: Iterable[dict], own: str | bool | None = True) -> tuple[tuple[str, str, int], ...]:
+    """``(source, normalized key, n)`` over one file's Storylines; a ``(source, document id, pointer)`` counts once.
+
+    With `own`, the source of the file's format (None for a format of no spec: Storyline, a codec's),
+    only that source's keys are counted: the other sources' values were carried in the file's
+    envelope from another format and are not keys it does not know (issue 15 §7); nor is the note
+    of the keys a way back leaves out (`envelope.ABSENT`).  ``True`` counts every source."""
     trees = catalog.count_trees()
     seen: set[tuple[str, object, str]] = set()
     counts: dict[tuple[str, str], int] = {}
     for story in stories:
         for source, doc_id, fields in residual.iter_sources(story.get("unknown_fields")):
+            if own is not True and source != own:
+                continue
             for raw in fields:
+                if raw == envelope.ABSENT:
+                    continue
                 triple = (source, doc_id if type(doc_id) is str else repr(doc_id), raw)
                 if triple in seen:
                     continue
@@ -310,6 +321,13 @@ def unknown_counts(stories: Iterable[dict]) -> tuple[tuple[str, str, int], ...]:
                 key = (source, residual.normalize(raw, trees.get(source, {})))
                 counts[key] = counts.get(key, 0) + 1
     return tuple((source, key, n) for (source, key), n in sorted(counts.items()))
+
+
+def _own_source(fmt: str) -> str | None:
+    """The residual source of format `fmt`'s spec; None for Storyline and codecs (no spec)."""
+    if fmt == convert.STORYLINE or codecs.lookup(fmt) is not None:
+        return None
+    return convert.program_for(fmt).spec.source
 
 
 def _write(job: Job, data: bytes) -> None:
@@ -344,7 +362,15 @@ def convert_file(job: Job) -> FileResult:
         if fmt is None:
             convert.read_units(data, jsonl=jsonl, options=job.options)  # not even JSON: that is a failure, not a skip
             return FileResult(job.path, SKIPPED, input_bytes=len(data), reason="not a known format")
-        stories = convert.into_storyline(fmt, data, jsonl=jsonl, path=job.rel, options=job.options)
+        pattern = convert.companions_pattern(fmt)
+        if pattern is None:
+            stories = convert.into_storyline(fmt, data, jsonl=jsonl, path=job.rel, options=job.options)
+        else:  # an event stream: its companion files (subagent transcripts) are read with it
+            session = sessions.owner(pattern, job.path)
+            if session is not None:
+                reason = f"read with {shown(session)}, the session it belongs to"
+                return FileResult(job.path, SKIPPED, input_bytes=len(data), reason=reason)
+            stories = _with_companions(job, fmt, data, pattern)
         result, assessed = convert.from_storyline_reported(
             job.to_fmt, stories, from_format=fmt, keep_envelope=job.loss.keep_envelope
         )
@@ -367,9 +393,17 @@ def convert_file(job: Job) -> FileResult:
         CONVERTED,
         input_bytes=len(data),
         documents=len(stories),
-        unknown=unknown_counts(stories),
+        unknown=unknown_counts(stories, _own_source(fmt)),
         loss=assessed,
     )
+
+
+def _with_companions(job: Job, fmt: str, data: bytes, pattern: str) -> list[dict[str, Any]]:
+    base = Path(job.path).parent
+    found = []
+    for path in sessions.companions(pattern, job.path):
+        found.append((Path(path).relative_to(base).as_posix(), read_limited(path, job.options.max_input_bytes)))
+    return convert.into_storyline_with(fmt, data, found, path=job.rel, options=job.options)
 
 
 # -- many files -------------------------------------------------------------------------------------------

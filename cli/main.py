@@ -180,25 +180,6 @@ def cli(ctx: click.Context, **options: Any) -> None:
     if options.pop("reject_duplicate_keys", False):  # the old flag: what it asked for is the default
         options["allow_duplicate_keys"] = None
     boundary.set_options(ctx, **options)
-    ctx.call_on_close(_codec_duplicates(ctx))
-
-
-def _codec_duplicates(ctx: click.Context) -> Callable[[], None]:
-    """Codecs (AgenticMD) take no Options yet: they read --allow-duplicate-keys from the environment
-    (engine/duplicates.py), set here for this command only and put back when it ends."""
-    from mapc.engine import duplicates
-
-    saved = os.environ.get(duplicates.ENV)
-    if boundary.options(ctx).allow_duplicate_keys:
-        os.environ[duplicates.ENV] = "1"
-
-    def restore() -> None:
-        if saved is None:
-            os.environ.pop(duplicates.ENV, None)
-        else:
-            os.environ[duplicates.ENV] = saved
-
-    return restore
 
 
 def _show_warning(message: Warning | str, category: type[Warning], *args: object, **kwargs: object) -> None:

@@ -35,7 +35,7 @@ def warning_line(file: str, warning: Warning) -> str:
 
 
 def unknown_field_line(source: str, key: str, occurrences: int) -> str:
-    """REFERENCE.md §3: ``warning: unknown field source=S key=K occurrences=N``, S and K JSON-string-escaped."""
+    """docs/envelope.md: ``warning: unknown field source=S key=K occurrences=N``, S and K JSON-string-escaped."""
     return f"warning: unknown field source={_escaped(source)} key={_escaped(key)} occurrences={occurrences}"
 
 

@@ -12,7 +12,7 @@ import orjson
 
 from mapc.cli.files import is_jsonl, read_bytes
 from mapc.cli.output import dump_json, fail_on
-from mapc.cli.params import resolve_spec
+from mapc.cli.params import canonical_format, resolve_spec
 from mapc.cli.render import report
 from mapc.engine import catalog
 from mapc.engine.problems import MapcError, Problem
@@ -145,7 +145,7 @@ def upgrade_command(spec: str, to_stdout: bool) -> None:
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
                 out.write(upgraded)
             os.replace(tmp, target)
-        except BaseException:
+        except BaseException:  # any failure, Ctrl-C included: no temporary file left behind, then re-raised
             Path(tmp).unlink(missing_ok=True)
             raise
     click.echo(f"{spec}: {count} rule(s) upgraded" if count else f"{spec}: already in the current vocabulary", err=True)
@@ -164,13 +164,24 @@ def _load(spec: str) -> Any:
 def table_command(spec: str) -> None:
     """Print SPEC's mapping table as Markdown: source pointer | Storyline pointer(s).
 
+    SPEC may also be a wire protocol of `mapc events project` (anthropic-messages,
+    openai-chat-completions, openai-responses, gemini-generate-content).
+
     \b
     Examples:
       mapc spec table atif
       mapc spec table actf
+      mapc spec table openai-responses
     """
     from mapc.engine.table import markdown
+    from mapc.store import wire
 
+    # a wire protocol's table (mappings/wire/, `mapc events project`); where a hint of one is also a
+    # spec's name ("openai-chat"), the spec wins
+    protocol = wire.table_named(spec)
+    if protocol is not None and (protocol.protocol == spec or canonical_format(spec) is None):
+        click.echo(wire.markdown(protocol), nl=False)
+        return
     click.echo(markdown(_load(spec)), nl=False)
 
 
@@ -249,8 +260,9 @@ def explain_command(spec: str, input: str, pointer: str, index: int | None, as_j
             tokens = jp.parse(pointer)
         except jp.PointerSyntaxError:
             raise click.BadParameter(f"{pointer!r} is not a JSON Pointer", param_hint="POINTER") from None
-        units = convert.read_units(data, jsonl=is_jsonl(input))
-        several = len(units) > 1 or type(units[0].document) is list or is_jsonl(input)
+        stream = program.spec.stream is not None  # an event stream: the file is one document (/N: record N)
+        units = convert.read_units(data, jsonl=is_jsonl(input) or stream, rows=stream)
+        several = not stream and (len(units) > 1 or type(units[0].document) is list or is_jsonl(input))
         if several:
             if not tokens or not tokens[0].isdigit() or int(tokens[0]) >= len(units):
                 raise click.BadParameter(

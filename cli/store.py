@@ -15,12 +15,24 @@ from typing import Any, Final
 
 import click
 
+from mapc.cli import report as loss_report
 from mapc.cli.boundary import on_interrupt, options
 from mapc.cli.engines import engine_options, open_engine
-from mapc.cli.files import input_limit, is_jsonl, open_regular, read_bytes, read_limited, shown, walk, write_bytes
+from mapc.cli.files import (
+    document_path,
+    input_limit,
+    is_jsonl,
+    open_regular,
+    read_bytes,
+    read_limited,
+    shown,
+    walk,
+    write_bytes,
+)
 from mapc.cli.output import dump_json, fail_on, output_bytes, redact_options, redactor_of
 from mapc.cli.params import FORMAT
 from mapc.cli.render import report
+from mapc.cli.report import report_options
 from mapc.engine import convert
 from mapc.engine.problems import MapcError
 from mapc.engine.redact import summary as redact_summary
@@ -28,11 +40,13 @@ from mapc.engine.redact import summary as redact_summary
 SUFFIXES = (".json", ".jsonl", ".ndjson")
 
 
-def input_files(paths: tuple[str, ...]) -> list[str]:
+def input_files(paths: tuple[str, ...], rels: dict[str, str] | None = None) -> list[str]:
     """The files to import: each file as given, and each directory's .json/.jsonl/.ndjson files
     (recursively, sorted), walked as ``mapc convert DIR`` walks (`mapc.cli.files.walk`): hidden
     entries and ``*.lance`` tables are passed over, a symbolic link is not followed (a warning says
-    so), and a FIFO, device or socket is a usage error, as it is when named."""
+    so), and a FIFO, device or socket is a usage error, as it is when named.  `rels`, when given,
+    gets each walked file's path relative to its directory (formats that name documents by path
+    use it, as ``mapc convert DIR`` does)."""
     files: list[str] = []
     for given in paths:
         path = Path(given)
@@ -50,6 +64,8 @@ def input_files(paths: tuple[str, ...]) -> list[str]:
                         param_hint="INPUT",
                     )
             regular = sorted(entry.path for entry in found if entry.size is not None)
+            if rels is not None:
+                rels.update((entry.path, entry.rel) for entry in found if entry.size is not None)
             if not regular:
                 raise click.BadParameter(f"{given} holds no {'/'.join(SUFFIXES)} file", param_hint="INPUT")
             files.extend(regular)
@@ -60,8 +76,10 @@ def input_files(paths: tuple[str, ...]) -> list[str]:
     return files
 
 
-def _input(file: str, fmt: str | None) -> Any:
-    """The job's `Input` for `file`: checked readable here, read by a worker (stdin by this process)."""
+def _input(file: str, fmt: str | None, rel: str | None = None) -> Any:
+    """The job's `Input` for `file`: checked readable here, read by a worker (stdin by this process).
+    Its document path is `rel` (its path under a walked directory), else as `mapc convert` names a
+    file: relative to the working directory when inside it, else its name."""
     from mapc.store.ingest import Input
 
     if file == "-":
@@ -79,7 +97,37 @@ def _input(file: str, fmt: str | None) -> Any:
             read_limited(file, limit)
         except MapcError as exc:
             refused = exc.problems
-    return Input(file, os.path.abspath(file), size, fmt, is_jsonl(file), refused=refused)
+    path = rel if rel is not None else document_path(file)
+    return Input(file, os.path.abspath(file), size, fmt, is_jsonl(file), path, refused=refused)
+
+
+def _with_descendants(root: Path, stories: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`stories` and, after them, every stored document their `children` name, and theirs (issue 15
+    §6: a selected trajectory is exported with its subagents, whatever their sessions)."""
+    from mapc.engine.views import document_id
+    from mapc.store import dataset
+
+    have = {document_id(s) for s in stories}
+    out = list(stories)
+    wanted = _children(stories) - have
+    while wanted:
+        try:
+            found = dataset.read(root, documents=sorted(wanted), validate=False)
+        except MapcError as exc:
+            if exc.problems[0].code != "store.not_found":
+                raise
+            break  # a child that is not stored: the export says which (tree.unknown_child)
+        found = [s for s in found if document_id(s) not in have]
+        if not found:
+            break  # a child that is not stored: the export says which (tree.unknown_child)
+        have |= {document_id(s) for s in found}
+        out += found
+        wanted = _children(found) - have
+    return out
+
+
+def _children(stories: list[dict[str, Any]]) -> set[str]:
+    return {c for s in stories for c in (s.get("children") or []) if type(c) is str}
 
 
 SHOWN: int = 20
@@ -190,8 +238,9 @@ def store_command(
     if Path(to).exists() and not Path(to).is_dir():
         raise click.BadParameter(f"{to} exists and is not a directory", param_hint="--to")
     existing = ingest.SKIP_EXISTING if skip_existing else ingest.REPLACE if replace else ingest.ERROR
-    files = input_files(inputs)
-    items = [_input(f, fmt) for f in files]  # unreadable files: usage error before any work
+    rels: dict[str, str] = {}
+    files = input_files(inputs, rels)
+    items = [_input(f, fmt, rels.get(f)) for f in files]  # unreadable files: usage error before any work
     on_interrupt(lambda: [f"nothing stored: {to} is as it was"])  # one commit per table, made last
     with (
         open_engine(engine, address, workers) as runner,
@@ -232,6 +281,7 @@ _DATASET = click.Path(exists=True, file_okay=False)
     metavar="SQL",
     help="Only the documents whose runs row satisfies this SQL predicate (DuckDB; see mapc query).",
 )
+@report_options
 @redact_options
 def export_command(
     dataset_dir: str,
@@ -242,8 +292,14 @@ def export_command(
     predicate: str | None,
     redact: bool = False,
     redact_patterns: tuple[str, ...] = (),
+    report_file: str | None = None,
+    strict: bool = False,
+    no_envelope: bool = False,
 ) -> None:
     """Rebuild documents from a dataset, in any format.
+
+    The export is assessed as `mapc convert` assesses a file (docs/lossless.md): a line when it is
+    not exact, --report FILE.json, --strict and --no-envelope.
 
     Reading checks the table invariants (ordinals, foreign keys, results_json) and fails closed.
     --where keeps the documents whose runs row satisfies a SQL predicate: any column of
@@ -269,17 +325,30 @@ def export_command(
             except query.QueryError as exc:  # bad SQL is a usage mistake (exit 2), not bad data
                 raise click.BadParameter(exc.problems[0].message, param_hint="--where") from None
         described = f"--where {predicate}"
-        stories = dataset.read(
-            root, session=session, document=document, documents=documents, described=described, validate=False
-        )
-        if redactor is not None:
-            stories, counts = redactor.stories(stories)
-        try:  # from_storyline validates the Storylines: once, not twice
-            result = convert.from_storyline(fmt, stories)
-        except MapcError:
-            rows.validated(stories)  # an invalid rebuilt document: named by its document_id
-            raise
-    write_bytes(output, output_bytes(output, result))
+        with rows.paused_gc():  # rebuilding, checking and writing make no cycles (store/rows.py)
+            stories = dataset.read(
+                root, session=session, document=document, documents=documents, described=described, validate=False
+            )
+            if session is not None or document is not None or documents is not None:
+                stories = _with_descendants(root, stories)
+            if redactor is not None:
+                stories, counts = redactor.stories(stories)
+            try:  # from_storyline validates the Storylines: once, not twice
+                result, assessed = convert.from_storyline_reported(fmt, stories, keep_envelope=not no_envelope)
+            except MapcError:
+                rows.validated(stories)  # an invalid rebuilt document: named by its document_id
+                raise
+            assessed = assessed.at(dataset_dir)
+            if strict and not assessed.exact:
+                loss_report.write_report(report_file, [assessed], strict=strict)
+                raise MapcError([loss_report.refusal(assessed)])
+            if output is not None and is_jsonl(output):
+                result = convert.as_lines(fmt, result)  # a row corpus: one row a line (the envelope in the first)
+            data = output_bytes(output, result)
+    write_bytes(output, data)
+    loss_report.write_report(report_file, [assessed], strict=strict)
+    for line in loss_report.lines([assessed]):
+        click.echo(line, err=True)
     if redactor is not None:
         click.echo(f"{dataset_dir}: {redact_summary(counts)}", err=True)
 

@@ -43,7 +43,7 @@ def validate_command(inputs: tuple[str, ...], fmt: str | None, as_json: bool, st
     content); a file detected as another format than Storyline is named on stderr with the format it
     was checked as.  JSON of no known format is checked as Storyline.
 
-    The default level follows REFERENCE.md (what mapc reads and converts: unknown keys kept, any
+    The default level is mapc's reading (docs/formats.md, "Reading levels": unknown keys kept, any
     schema_version, step ids unique); an ATIF version mapc does not know is a warning.
 
     \b

@@ -108,7 +108,7 @@ def _write(target: Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException:  # any failure, Ctrl-C included: no temporary file left behind, then re-raised
         Path(tmp).unlink(missing_ok=True)
         raise
 

@@ -1,4 +1,4 @@
-"""Canonical JSON bytes and the BLAKE3 document id (REFERENCE.md §3 "source_document_id").
+"""Canonical JSON bytes and the BLAKE3 document id (docs/envelope.md, `source_document_id`).
 
 The canonical form is what the reference gets from ``serde_json::to_vec`` of a value whose maps
 are BTreeMaps: object keys sorted, compact separators, raw UTF-8, the minimal escapes, and numbers

@@ -14,7 +14,7 @@ A catalog holds what it compiled: each shipped spec once, and only when it is ru
 conversion pays for its own spec, not for every format), and a spec given by path once per text
 (an edited file is compiled again, so a long-lived process never runs a stale copy).  The count
 trees of its specs and codecs tell the Storyline validator how to normalize `unknown_key_counts`
-of each source (REFERENCE.md §3); they are found source by source, as a document names them
+of each source (docs/envelope.md); they are found source by source, as a document names them
 (`count_trees`), and aliases are read from the specs' data without compiling them.  This module
 is imported by ``import mapc``: it imports nothing heavy itself.
 """

@@ -2,7 +2,7 @@
 
 A spec maps one JSON document onto Storyline with pointer rules.  A format whose files are text of
 another shape (Markdown with a YAML frontmatter, say) is instead a *codec*: a pair of functions,
-``decode(data, path) -> [Storyline, …]`` and ``encode([Storyline, …]) -> text``, declared with the
+``decode(data, path, options) -> [Storyline, …]`` and ``encode([Storyline, …]) -> text``, declared with the
 path patterns and content test that detect its files and the count tree of its residual source.
 
 The engine names no codec.  A catalog (engine/catalog.py) names a package whose modules may each
@@ -18,12 +18,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mapc.engine.options import Options
 from mapc.engine.residual import Tree
 
 if TYPE_CHECKING:
     from mapc.engine.catalog import Catalog
 
-Decode = Callable[[bytes, "str | None"], list[dict[str, Any]]]
+Decode = Callable[[bytes, "str | None", Options], list[dict[str, Any]]]
 Encode = Callable[[list[dict[str, Any]]], "str | bytes"]
 
 
@@ -32,9 +33,12 @@ class Codec:
     """A format read and written by code rather than by a mapping spec.
 
     `decode` turns a file's bytes (and its path, when known) into Storylines, raising `MapcError`
-    with pointers into the file's logical document; `encode` turns Storylines (already valid) into
-    the file's text (a ``str``; ``bytes`` for a binary format).  `source` is the residual source
-    name the codec writes into ``unknown_fields``, normalized for counting by `count_tree`.
+    with pointers into the file's logical document; it is given the job's `Options`
+    (engine/options.py), the settings it must honour (``allow_duplicate_keys``: a key repeated in one
+    object keeps its last value instead of being refused), and reads no other setting.  `encode`
+    turns Storylines (already valid) into the file's text (a ``str``; ``bytes`` for a binary
+    format).  `source` is the residual source name the codec writes into ``unknown_fields``,
+    normalized for counting by `count_tree`.
     `path_patterns` are shell patterns on the file name; `content_test` is asked about input that
     is not JSON (JSON inputs belong to the specs' content rules).
     """

@@ -346,7 +346,7 @@ def _objects_count_tree(spec: Spec) -> Tree:
 
 def _count_tree(root: Scope, children: Path | None, each: Path | None) -> Tree:
     """The unknown-key count tree: declared array positions become `*`, document keys stay
-    literal, and nested documents recurse (REFERENCE.md §3)."""
+    literal, and nested documents recurse (docs/envelope.md)."""
 
     def at(node: dict[Any, Any], path: tuple[Any, ...]) -> dict[Any, Any]:
         for key in path:

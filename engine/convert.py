@@ -18,7 +18,7 @@ from mapc.engine import catalog, codecs, envelope, functions, loss, pointer, pro
 from mapc.engine.checks import iter_check_problems
 from mapc.engine.compile import Program
 from mapc.engine.limits import Limits
-from mapc.engine.mapped import Rebuilt
+from mapc.engine.mapped import Mapped, Rebuilt
 from mapc.engine.options import DEFAULT, Options
 from mapc.engine.prepare import prepare
 from mapc.engine.problems import MapcError, Problem, in_document_order
@@ -65,10 +65,12 @@ def _row_position(rows: Template, ptr: str) -> int | None:
     return None
 
 
-def read_units(data: bytes, *, jsonl: bool = False, rows: bool = False, options: Options = DEFAULT) -> list[Unit]:
+def read_units(data: bytes, *, jsonl: bool = False, rows: bool | str = False, options: Options = DEFAULT) -> list[Unit]:
     """Split an input file into top-level documents: an object, an array of them, or JSONL lines.
 
-    For a row corpus (`rows`), an array or the JSONL lines are the rows of one document."""
+    For a row corpus (`rows`), an array or the JSONL lines are the rows of one document.  When
+    `rows` names the rows' key (``session_steps``) and the first JSONL row holds the `_storyline`
+    envelope (as `as_lines` writes it), the document is the object form, with the envelope."""
     allow = options.allow_duplicate_keys
     if jsonl:
         units = []
@@ -81,9 +83,17 @@ def read_units(data: bytes, *, jsonl: bool = False, rows: bool = False, options:
                 raise MapcError([p.on_line(n) for p in exc.problems]) from None
         if not units:
             raise MapcError.single("input.empty", "", "the file holds no records; it cannot be empty")
-        if rows and len(units) == 1 and type(units[0].document) is list:  # the records as one JSON array
+        if not rows:
+            return units
+        if len(units) == 1 and type(units[0].document) is list:  # the records as one JSON array
             return [Unit(units[0].document)]
-        return [Unit([u.document for u in units], lines=tuple(u.line or 0 for u in units))] if rows else units
+        documents = [u.document for u in units]
+        lines = tuple(u.line or 0 for u in units)
+        first = documents[0]
+        if type(rows) is str and type(first) is dict and envelope.KEY in first:
+            head = {k: v for k, v in first.items() if k != envelope.KEY}
+            return [Unit({rows: [head, *documents[1:]], envelope.KEY: first[envelope.KEY]}, lines=lines)]
+        return [Unit(documents, lines=lines)]
     doc = storyline.loads(data, allow_duplicate_keys=allow)
     if type(doc) is list and not rows:
         if not doc:
@@ -199,7 +209,7 @@ def into_storyline(
     `options` (engine/options.py) sets the limits and the duplicate-key check."""
     codec = _codec(fmt)
     if codec is not None:  # a format that is not JSON: its own reader, then the hub's checks
-        decoded = codec.decode(data, path)
+        decoded = codec.decode(data, path, options)
         failed = storyline.check_all(decoded, prefix=len(decoded) > 1) or _over_limits(
             decoded, len(decoded) > 1, options
         )
@@ -216,7 +226,10 @@ def into_storyline(
         return found
     program = program_for(fmt)
     stream = program.spec.stream is not None  # an event stream is JSONL, whatever the file is called
-    units = read_units(data, jsonl=jsonl or stream, rows=program.spec.rows is not None or stream, options=options)
+    rows = _rows_key(program) or program.spec.rows is not None or stream
+    units = read_units(data, jsonl=jsonl or stream, rows=rows, options=options)
+    if stream and len(units) == 1 and _streams_of(units[0].document):  # several streams, as a JSON array of them
+        units = [Unit(records, prefix=f"/{k}") for k, records in enumerate(units[0].document)]
     stories: list[dict[str, Any]] = []
     problems: list[Problem] = []
     for unit in units:  # every unit is checked, so one run reports every bad element or line
@@ -227,6 +240,11 @@ def into_storyline(
     if problems:
         raise MapcError(problems)
     return stories
+
+
+def _streams_of(doc: Any) -> bool:
+    # What an event-stream format writes for several Storylines: one array of records each.
+    return type(doc) is list and len(doc) > 0 and all(type(d) is list for d in doc)
 
 
 def _over_limits(stories: list[dict[str, Any]], prefix: bool, options: Options = DEFAULT) -> list[Problem]:
@@ -285,15 +303,70 @@ def from_storyline(fmt: str, stories: list[dict[str, Any]], *, carry: bool = Tru
 def rebuild(program: Program, stories: list[dict[str, Any]]) -> list[Rebuilt]:
     """The documents of `program`'s format for `stories`: the reverse rules, then the spec's
     `document.finish` function (which may move values into the format's extension slots)."""
-    rebuilt = run.reverse(program, stories)
-    if program.spec.finish is None:
-        return rebuilt
-    fn = functions.lookup(program.spec.finish)
-    if fn is None:
-        raise MapcError.single(
-            "spec.unknown_function", "", f"document.finish names no function {program.spec.finish!r}"
-        )
-    return [Rebuilt(fn.fn(r.document, [m.story for m in r.stories]), r.stories) for r in rebuilt]
+    bare, absent = _absent_notes(program, stories)
+    rebuilt = run.reverse(program, bare)
+    if absent:  # the Mapped name the caller's Storylines, not the copies without the notes
+        originals = {id(b): s for b, s in zip(bare, stories, strict=True)}
+        rebuilt = [
+            Rebuilt(r.document, tuple(Mapped(originals[id(m.story)], m.carrier, m.also) for m in r.stories))
+            for r in rebuilt
+        ]
+    if program.spec.finish is not None:
+        fn = functions.lookup(program.spec.finish)
+        if fn is None:
+            raise MapcError.single(
+                "spec.unknown_function", "", f"document.finish names no function {program.spec.finish!r}"
+            )
+        rebuilt = [Rebuilt(fn.fn(r.document, [m.story for m in r.stories]), r.stories) for r in rebuilt]
+    if absent:
+        for r in rebuilt:
+            for m in r.stories:
+                for ptr in absent.get(id(m.story), ()):
+                    _remove(r.document, ptr)
+    return rebuilt
+
+
+def _absent_notes(program: Program, stories: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[int, list[str]]]:
+    """The Storylines without the notes of what the way back leaves out (envelope.ABSENT, under
+    the format's own source), and those notes' pointers by the Storyline (its id) they came with."""
+    source = program.spec.source
+    bare: list[dict[str, Any]] = []
+    absent: dict[int, list[str]] = {}
+    for story in stories:
+        uf = story.get("unknown_fields")
+        entry = (uf.get("sources") or {}).get(source) if type(uf) is dict else None
+        fields = entry.get("fields") if type(entry) is dict else None
+        if type(fields) is not dict or envelope.ABSENT not in fields:
+            bare.append(story)
+            continue
+        notes = fields[envelope.ABSENT]
+        absent[id(story)] = [p for p in notes if type(p) is str] if type(notes) is list else []
+        rest = {p: v for p, v in fields.items() if p != envelope.ABSENT}
+        sources = dict(uf["sources"])
+        if rest:
+            sources[source] = {**entry, "fields": rest}
+        else:
+            del sources[source]
+        others = {k: v for k, v in story.items() if k not in ("unknown_fields", "unknown_key_counts")}
+        bare.append({**others, "unknown_fields": {**uf, "sources": sources}} if sources else others)
+    return bare, absent
+
+
+def _remove(doc: Any, ptr: str) -> None:
+    """Take the value at `ptr` out of `doc` (an array item: the items after it move up), copying
+    nothing: the rebuilt document is the caller's own.  A pointer to nothing is passed over."""
+    try:
+        tokens = pointer.parse(ptr)
+    except pointer.PointerSyntaxError:
+        return
+    if not tokens:
+        return
+    parent = pointer.resolve(doc, tokens[:-1])
+    last = tokens[-1]
+    if type(parent) is dict:
+        parent.pop(last, None)
+    elif type(parent) is list and pointer.is_array_index(last) and int(last) < len(parent):
+        del parent[int(last)]
 
 
 def _hop_out(fmt: str, stories: list[dict[str, Any]]) -> Any:
@@ -458,6 +531,32 @@ def _carried_home(fmt: str, stories: list[dict[str, Any]]) -> bool:
     return all((s.get("origin") or {}).get("format") in names - {fmt} for s in stories)
 
 
+def _rows_key(program: Program) -> str | None:
+    """The key of a row corpus's object form holding its rows (``session_steps``), when its rows
+    are the array at one top-level key; None otherwise."""
+    if program.spec.rows is None:
+        return None
+    tokens = program.spec.rows.rows.literal() or ()
+    return tokens[0] if len(tokens) == 1 else None
+
+
+def as_lines(fmt: str, output: Any) -> Any:
+    """`output` of format `fmt` as what a JSON Lines file holds, one item a line: a row corpus's
+    rows (its envelope, if any, in a `_storyline` key of the first row, which reading lifts back
+    out); any other output as it is (a list: one document a line)."""
+    if fmt == STORYLINE or codecs.lookup(fmt) is not None or type(output) is not dict:
+        return output
+    key = _rows_key(program_for(fmt))
+    if key is None or type(output.get(key)) is not list or set(output) - {key, envelope.KEY} or not output[key]:
+        return output
+    rows = list(output[key])
+    if envelope.KEY in output:
+        if type(rows[0]) is not dict or envelope.KEY in rows[0]:
+            return output  # no place for it in a row: the object form, on one line
+        rows[0] = {**rows[0], envelope.KEY: output[envelope.KEY]}
+    return rows
+
+
 # --- event streams: companion files and drift -------------------------------------------------------
 
 
@@ -520,3 +619,23 @@ def drift(fmt: str, data: bytes, options: Options = DEFAULT) -> list[str]:
         return []
     records = [u.document for u in read_units(data, jsonl=True, options=options)]
     return stream.drift(spec, records).messages(spec.checked)
+
+
+def companion_files(fmt: str, result: Any, stem: str) -> list[tuple[str, Any]] | None:
+    """Where the streams of `result` (what `from_storyline(fmt, …)` gave: several streams) go when
+    the first is written to a file named `stem` (without suffix): the first at "" and each other one
+    at the spec's companion path (``{stem}/subagents/agent-{key}.jsonl``, `key` its records' value at
+    `children.key`); None when `fmt` has no companions or `result` is one stream."""
+    from mapc.engine import pointer as ptr
+
+    pattern = companions_pattern(fmt)
+    if pattern is None or not _streams_of(result) or len(result) < 2:
+        return None
+    spec = program_for(fmt).spec.stream
+    assert spec is not None and spec.children is not None
+    out: list[tuple[str, Any]] = [("", result[0])]
+    for n, records in enumerate(result[1:], start=1):
+        key = next((v for r in records if type(v := ptr.resolve(r, spec.children.key)) is str and v), f"child-{n}")
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in key).lstrip(".") or f"child-{n}"
+        out.append((pattern.replace("{stem}", stem).replace("{key}", safe), records))
+    return out

@@ -1,4 +1,4 @@
-"""Which format a file is in: by its path first, then by its content (REFERENCE.md §6).
+"""Which format a file is in: by its path first, then by its content (docs/formats.md, "Detection").
 
 Each spec says how its files look (`detect:` in its YAML): path patterns, and content rules with
 an `order` that places them among every other format's rules.  A content rule is data: `has`

@@ -1,4 +1,4 @@
-"""The `_storyline` envelope (version 1, REFERENCE.md §2): foreign residuals inside a peripheral document.
+"""The `_storyline` envelope (version 1, docs/envelope.md): foreign residuals inside a peripheral document.
 
 A Storyline's `unknown_fields` of sources other than the target format cannot be said in that
 format; on export they travel under a `_storyline` key, keyed by the carrier pointer of the node
@@ -32,6 +32,12 @@ HUB = "storyline"
 # (fields {pointer of that object: {}}), so reading leaves it empty rather than dropping it.
 SLOT = "_envelope_slot"
 _AT = "/" + KEY
+# A field of a format's own source at this pointer (under the document root's reserved
+# `_storyline` key, which no document of the format holds) lists pointers of its document that
+# the way back leaves out: a hop through another format added them where the document had none
+# (engine/provenance.py; applied by engine/convert.rebuild).  So an object a hop added to is
+# carried as the keys it lost and the keys to remove, not whole.
+ABSENT = "/" + KEY + "/absent"
 
 
 def take(doc: Any, at: str = _AT) -> tuple[Any, dict[str, dict[str, Any]]]:

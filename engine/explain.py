@@ -407,6 +407,13 @@ def explain_source(program: Program, document: Any, text: str) -> list[Finding]:
             )
         ]
     doc, _ = envelope.take(document, program.spec.envelope)
+    if program.spec.stream is not None:  # an event stream: record by record (engine/stream.py)
+        from mapc.engine import stream
+
+        return [
+            Finding(k, m, targets=t, fired=k == "read" or None)
+            for k, m, t in stream.explain(program.spec.stream, doc, tokens)
+        ]
     mapped = run.forward(program, doc)
     contexts = node_contexts(program, doc, mapped)
     holders = [k for k, m in enumerate(mapped) if pointer.is_prefix(pointer.parse(m.carrier), tokens)]

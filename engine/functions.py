@@ -114,7 +114,7 @@ def effective_kind(src: Any, tool_calls: Any) -> str:
 
 @register("blake3_document_id", 1)
 def blake3_document_id(document: Any) -> str:
-    """BLAKE3-256 hex of the canonical JSON of a whole source document (REFERENCE.md §3).
+    """BLAKE3-256 hex of the canonical JSON of a whole source document (docs/envelope.md).
 
     A document that is not JSON (NaN, an integer no f64 holds, a lone surrogate, a non-string
     key: only a Python caller can hand such values over) is ``json.invalid``.

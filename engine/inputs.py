@@ -63,7 +63,7 @@ def open_regular(path: str) -> BinaryIO:
             raise NotRegularFile(0, f"not a regular file ({kind(mode)})", path)
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
-    except BaseException:
+    except BaseException:  # any failure, Ctrl-C included: the descriptor is closed, then re-raised
         os.close(fd)
         raise
 

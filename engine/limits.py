@@ -1,4 +1,4 @@
-"""Residual limits (REFERENCE.md §3 "Limits"): how many unknown fields, and how many bytes of them, a
+"""Residual limits (docs/envelope.md, "Limits"): how many unknown fields, and how many bytes of them, a
 Storyline may carry.  Unbounded by default; they come from the job's `Options` (engine/options.py),
 which the CLI's `--max-unknown-fields` and `--max-unknown-bytes` set.
 """

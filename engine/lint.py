@@ -109,8 +109,33 @@ def iter_lint_problems(spec: Spec) -> Iterator[Problem]:
     if spec.rows is not None:
         yield from _rows_problems(spec)
         return
+    if spec.stream is not None:
+        yield from _stream_problems(spec)
+        return
     analysis = _Analysis(spec)
     yield from analysis.problems()
+
+
+def _stream_problems(spec: Spec) -> Iterator[Problem]:
+    """An event stream (engine/stream.py): its functions exist, and its story rules write what
+    Storyline requires."""
+    stream = spec.stream
+    rules = [*stream.story, *(r for e in stream.entries for r in e.rules)]
+    names = [n for r in rules for n in (r.call, r.back) if n] + [e.test for e in stream.entries if e.test]
+    for name in names:
+        found = functions.lookup(name)
+        if found is None or found.arity != 1:
+            yield Problem("spec.unknown_function", "/document/stream", f"{name!r} is no function of one value", spec.at)
+    written = {r.to for r in stream.story}
+    for want in (("schema_version",), ("session",), ("agent", "id")):
+        if want not in written:
+            shown = "/" + "/".join(want)
+            yield Problem(
+                "lint.required_target",
+                "/document/stream/story",
+                f"Storyline requires {shown}, and no story rule writes it",
+                spec.at,
+            )
 
 
 def _rows_problems(spec: Spec) -> Iterator[Problem]:

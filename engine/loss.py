@@ -44,10 +44,14 @@ class Carried:
     pointer: str
     carrier: str
     bytes: int
+    absent: bool = False  # not a value: a key B's way back adds where A had none, to leave out
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready view."""
-        return {"source": self.source, "pointer": self.pointer, "carrier": self.carrier, "bytes": self.bytes}
+        out = {"source": self.source, "pointer": self.pointer, "carrier": self.carrier, "bytes": self.bytes}
+        if self.absent:
+            out["absent"] = True
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,11 +115,13 @@ class Report:
         if self.synthesized:
             parts.append("synthesized: " + _grouped(self.synthesized, as_value=True))
         if self.carried:
-            n = len(self.carried)
-            by = _counts(c.source for c in self.carried)
+            values = [c for c in self.carried if not c.absent]
+            n, gone = len(values), len(self.carried) - len(values)
+            by = _counts(c.source for c in values)
             how = "carried in _storyline" if self.mode == CARRIED else "dropped (no envelope)"
+            also = f"; and {gone} key{'s' if gone != 1 else ''} the way back adds to leave out" if gone else ""
             parts.append(
-                f"{n} value{'s' if n != 1 else ''} {how} ({by}: {_templates(c.pointer for c in self.carried)})"
+                f"{n} value{'s' if n != 1 else ''} {how} ({by}: {_templates(c.pointer for c in values)}{also})"
             )
         if self.lost:
             n = len(self.lost)
@@ -201,7 +207,10 @@ def envelope_entries(documents: list[Any], at: str) -> tuple[Carried, ...]:
                 if source == envelope.SLOT:
                     continue
                 for ptr, value in body["fields"].items():
-                    out.append(Carried(source, ptr, base + carrier, _size(value)))
+                    if ptr == envelope.ABSENT and type(value) is list:
+                        out += [Carried(source, p, base + carrier, 0, True) for p in value if type(p) is str]
+                    else:
+                        out.append(Carried(source, ptr, base + carrier, _size(value)))
     return tuple(out)
 
 

@@ -11,7 +11,7 @@ class Mapped:
     """One Storyline and the pointer of the source node it came from (its envelope carrier).
 
     `also` names further carriers of the same Storyline: a story made of several rows is carried
-    by each of them, so its envelope entry is repeated per row (REFERENCE.md §2).
+    by each of them, so its envelope entry is repeated per row (docs/envelope.md).
     """
 
     story: dict[str, Any]

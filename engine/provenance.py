@@ -60,18 +60,21 @@ def carry_home(
         for doc in rebuilt:
             kept, links = _lost_in_hop(program, doc, target, export, read, rebuild)
             owners = {p: _owner(p, [m.carriers for m in doc.stories]) for p in kept}
+            sdid = _document_sdid(program, doc)
             for n, m in enumerate(doc.stories):
                 extra = {p: v for p, v in kept.items() if owners[p] in (n, None)}
                 if extra or links.get(n):
                     at = next(i for i in indices if stories[i] is m.story)
-                    story = _with_residuals(m.story, program, doc.document, extra) if extra else m.story
+                    story = _with_residuals(m.story, program, doc.document, extra, sdid) if extra else m.story
                     out[at] = _with_links(story, links.get(n) or {})
     return out
 
 
-# The Storyline's own keys that tie a tree together: a format without trees (one document per
-# task, rows grouped by session) loses them, and without them A's tree cannot be rebuilt.
-TREE_KEYS = ("trajectory", "parent", "children")
+# The Storyline's own keys that tie a tree (or a task's attempts) together: a format without
+# trees (one document per task, rows grouped by session) loses them, and without them A's
+# document cannot be rebuilt; a format without a task (ATIF) loses the run and the attempt key
+# that make ACTF's attempts one document (found by the hop law over generated ACTF).
+TREE_KEYS = ("trajectory", "parent", "children", "run", "attempt_id")
 
 
 def _lost_in_hop(
@@ -107,16 +110,18 @@ def _lost_in_hop(
         return whole, {}  # B's document does not read back as A's: keep all of A's
     if len(again) != 1:
         return whole, links
-    kept = dict(diff(doc.document, again[0].document, ""))
+    gone = program.spec.rows is None  # a row corpus keeps its residuals inside rows: no removals there
+    kept = dict(diff(doc.document, again[0].document, "", gone=gone))
     # Carrying residuals of A may change how A's document is written (a format's `finish` leaves
     # a document with A's own residuals as it is): diff again as the way back will see it.
+    sdid = _document_sdid(program, doc)
     for _ in range(3):
         if not kept or len(back) != len(stories):
             break
         carriers = [m.carriers for m in doc.stories]
         owners = {p: _owner(p, carriers) for p in kept}
         marked = [
-            _with_residuals(b, program, doc.document, {p: v for p, v in kept.items() if owners[p] in (n, None)})
+            _with_residuals(b, program, doc.document, {p: v for p, v in kept.items() if owners[p] in (n, None)}, sdid)
             for n, b in enumerate(back)
         ]
         try:
@@ -125,7 +130,7 @@ def _lost_in_hop(
             break
         if len(again) != 1:
             break
-        more = dict(diff(doc.document, again[0].document, ""))
+        more = dict(diff(doc.document, again[0].document, "", gone=gone))
         if not more:
             break
         kept = {p: v for p, v in kept.items() if not any(p == q or p.startswith(q + "/") for q in more)} | more
@@ -176,19 +181,53 @@ def _json_bytes(value: Any) -> bytes | None:
         sys.setrecursionlimit(limit)
 
 
-def diff(want: Any, have: Any, at: str) -> Iterator[tuple[str, Any]]:
-    """(pointer, value) pairs that turn `have` into `want` when each value is put at its pointer."""
+class _Gone:
+    """The value of a pointer the way back must leave out: the hop added it where A had none."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "GONE"
+
+
+GONE = _Gone()
+
+
+def diff(want: Any, have: Any, at: str, *, gone: bool = False) -> Iterator[tuple[str, Any]]:
+    """(pointer, value) pairs that turn `have` into `want` when each value is put at its pointer.
+
+    With `gone`, a key (or trailing array items) `have` has and `want` lacks is the pair
+    (pointer, GONE), to be removed, so an object or array the hop added to is not kept whole."""
     if json_equal(want, have):
         return
-    if type(want) is dict and type(have) is dict and not set(have) - set(want):
-        for key, value in want.items():
-            yield from diff(value, have.get(key, MISSING), f"{at}/{pointer.escape(key)}")
-        return
-    if type(want) is list and type(have) is list and len(want) == len(have):
-        for i, (w, h) in enumerate(zip(want, have, strict=True)):
-            yield from diff(w, h, f"{at}/{i}")
-        return
-    yield at, want
+    parts: list[tuple[str, Any]] | None = None
+    if type(want) is dict and type(have) is dict and (gone or not set(have) - set(want)):
+        parts = [
+            p
+            for key, value in want.items()
+            for p in diff(value, have.get(key, MISSING), f"{at}/{pointer.escape(key)}", gone=gone)
+        ]
+        parts += [(f"{at}/{pointer.escape(key)}", GONE) for key in have if key not in want]
+    elif type(want) is list and type(have) is list and (len(want) == len(have) or (gone and len(want) < len(have))):
+        parts = [p for i, w in enumerate(want) for p in diff(w, have[i], f"{at}/{i}", gone=gone)]
+        parts += [(f"{at}/{i}", GONE) for i in range(len(want), len(have))]
+    if parts is None:
+        yield at, want
+    elif gone and any(v is GONE for _, v in parts) and _cost(parts) >= _cost([(at, want)]):
+        yield at, want  # the object whole says it in fewer bytes than its changes and removals
+    else:
+        yield from parts
+
+
+def _cost(pairs: list[tuple[str, Any]]) -> int:
+    """About the bytes `pairs` take in an envelope (a removal: its pointer in the ABSENT list)."""
+    total = 0
+    for ptr, value in pairs:
+        total += len(ptr) + 4
+        if value is not GONE:
+            data = _json_bytes(value)
+            total += len(data) if data is not None else 1 << 30
+    return total
 
 
 def _owner(ptr: str, carriers: list[tuple[str, ...]]) -> int | None:
@@ -211,14 +250,32 @@ def _without_source(story: dict[str, Any], source: str) -> dict[str, Any]:
     return {**rest, "unknown_fields": {**uf, "sources": sources}} if sources else rest
 
 
-def _with_residuals(story: dict[str, Any], program: Program, doc: Any, extra: dict[str, Any]) -> dict[str, Any]:
+def _document_sdid(program: Program, doc: Rebuilt) -> str:
+    """The one `source_document_id` of A's residuals for every Storyline of `doc`: the one its
+    Storylines' own residuals name, else the root Storyline's (the way back refuses Storylines of
+    one document whose residuals name two)."""
+    for m in doc.stories:
+        entry = ((m.story.get("unknown_fields") or {}).get("sources") or {}).get(program.spec.source)
+        if type(entry) is dict and type(entry.get("source_document_id")) is str:
+            return str(entry["source_document_id"])
+    return run.source_document_id(program, doc.document, doc.stories[0].story)
+
+
+def _with_residuals(
+    story: dict[str, Any], program: Program, doc: Any, extra: dict[str, Any], sdid: str | None = None
+) -> dict[str, Any]:
     source = program.spec.source
     uf = dict(story.get("unknown_fields") or {})
     sources = dict(uf.get("sources") or {})
     entry = dict(sources.get(source) or {})
     if "source_document_id" not in entry:
-        entry["source_document_id"] = run.source_document_id(program, doc, story)
-    entry["fields"] = {**extra, **(entry.get("fields") or {})}
+        entry["source_document_id"] = sdid if sdid is not None else run.source_document_id(program, doc, story)
+    values = {p: v for p, v in extra.items() if v is not GONE}
+    removed = sorted(p for p, v in extra.items() if v is GONE)
+    fields = {**values, **(entry.get("fields") or {})}
+    if removed:
+        fields[envelope.ABSENT] = sorted({*removed, *(fields.get(envelope.ABSENT) or [])})
+    entry["fields"] = fields
     sources[source] = entry
     uf["sources"] = sources
     return {**story, "unknown_fields": uf}

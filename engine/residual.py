@@ -187,7 +187,7 @@ def unknown_size(unknown_fields: Any) -> tuple[int, int]:
     """``(number of fields, logical bytes)`` of `unknown_fields`, for the residual limits.
 
     Bytes are the sum of the ``source_document_id`` lengths, pointer lengths and compact JSON
-    value lengths, all in UTF-8 (REFERENCE §3 Limits).
+    value lengths, all in UTF-8 (docs/envelope.md, "Limits").
     """
     n_fields = 0
     n_bytes = 0

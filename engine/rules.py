@@ -1,4 +1,4 @@
-"""The Storyline (``storyline/v1``) rules that JSON Schema cannot say (REFERENCE.md §1.1).
+"""The Storyline (``storyline/v1``) rules that JSON Schema cannot say (docs/storyline.md, "Rules").
 
 `iter_problems` walks a document once and yields every broken rule as a `Problem`, in document
 order: root fields in the order mapc writes them, then turns in array order, each turn's fields

@@ -1,4 +1,4 @@
-"""Canonical Storyline serialization (REFERENCE.md §1.1 "Other code facts", R-P; RFC-0001).
+"""Canonical Storyline serialization (docs/storyline.md, "Writing a Storyline" and R-P).
 
 The reference serializes typed serde structs, so its output has a shape of its own:
 - owned objects come out in their struct declaration order, optional fields that are null are
@@ -384,10 +384,25 @@ _ROOT: Final = _Shape(
 )
 
 
+_TURN_PARTS: Final = {key: handle for key, _, handle in _TURN.table}
+_CALL_PARTS: Final = {key: handle for key, _, handle in _TOOL_CALL.table}
+
+
+def canonical_turn_part(key: str, value: Any, *, call: bool = False) -> Any:
+    """The canonical form of one field of a turn (of a tool call with `call`), as `canonical_storyline`
+    writes it inside a document; None when it writes no such field (the value is null, or a default).
+    For a caller that serializes turns field by field (store/rows.py) without shaping whole documents."""
+    if value is None:
+        return None
+    handle = (_CALL_PARTS if call else _TURN_PARTS)[key]
+    shaped = handle(value, _Writer(tagged=False))
+    return None if shaped is MISSING else shaped
+
+
 def canonical_storyline(doc: dict[str, Any]) -> dict[str, Any]:
     """A new Storyline dict in the form the reference serializes.
 
-    Owned objects follow the RFC-0001 declaration order with null optionals and defaults dropped;
+    Owned objects follow the declared key order (docs/storyline.md, "Keys") with null optionals and defaults dropped;
     free JSON values get their object keys sorted.  Parts that need no change (strings, arrays
     without objects, already sorted maps) are shared with `doc`, not copied: copy before mutating.
     """

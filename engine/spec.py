@@ -39,7 +39,7 @@ CHECK_KINDS = (
     "same_if_both",
     "call",
 )
-# The rule vocabulary (REFERENCE of the language: schemas/mapping-spec.schema.json).  A rule takes
+# The rule vocabulary (the language's reference: schemas/mapping-spec.schema.json, docs/spec-language.md).  A rule takes
 # its value `from` one source, the `first_of` several, a `const` or a `call` of `args`; writes it
 # `to` targets `when` a condition holds (`keep_null`: a null too); `back` says how the reverse
 # undoes it (`none`: a forward-only promotion) and `forward: none` makes a reverse-only row.

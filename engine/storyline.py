@@ -50,16 +50,14 @@ def check_all(stories: list[Any], prefix: bool) -> list[Problem]:
     return out
 
 
-def loads(data: bytes | str, *, allow_duplicate_keys: bool | None = None) -> Any:
+def loads(data: bytes | str, *, allow_duplicate_keys: bool = False) -> Any:
     """Parse JSON bytes with orjson, as a data problem when they are not JSON or hold a key twice in
-    one object (unless `allow_duplicate_keys`, a job's `Options`; None: engine/duplicates.py decides)."""
+    one object (unless `allow_duplicate_keys`, from a job's `Options`: the last value is kept)."""
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise MapcError.single("json.invalid", "", f"not valid JSON: {exc}") from None
-    # Options can only let repeated keys through; MAPC_ALLOW_DUPLICATE_KEYS still does for library callers.
-    allow = bool(allow_duplicate_keys) or duplicates.allowed()
-    if not allow:
+    if not allow_duplicate_keys:
         found = duplicates.problems_of(data, doc)
         if found:
             raise MapcError(found)

@@ -77,6 +77,7 @@ class Entry:
     rules: tuple[Rule, ...]
     back_when: tuple[tuple[Tokens, Any], ...]
     nested: tuple[tuple[Tokens, tuple[str, ...]], ...] = ()  # `order`: key order of inner objects
+    defaults: tuple[tuple[Tokens, Any], ...] = ()  # values a record written from elsewhere gets where absent
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +101,7 @@ class StreamSpec:
     version_at: Tokens | None = None
     checked: tuple[str, ...] = ()
     children: Children | None = None
+    defaults: tuple[tuple[Tokens, Any], ...] = ()  # values a record written from elsewhere gets where absent
 
 
 # --- reading the spec --------------------------------------------------------------------------
@@ -116,7 +118,7 @@ def parse(data: Any) -> tuple[StreamSpec | None, list[Problem]]:
     if not isinstance(data, dict):
         fail("", "`document.stream` is a mapping {type, records, story, thread, pair, versions, children}")
         return None, problems
-    unknown = set(data) - {"type", "records", "story", "thread", "pair", "versions", "children"}
+    unknown = set(data) - {"type", "records", "story", "thread", "pair", "versions", "children", "defaults"}
     for key in sorted(unknown):
         fail(f"/{key}", f"unknown key {key!r}")
     ptr = _pointer(data.get("type"), "/type", fail)
@@ -153,9 +155,13 @@ def parse(data: Any) -> tuple[StreamSpec | None, list[Problem]]:
         checked = []
     if any(e.paired for e in entries) and pair is None:
         fail("/pair", "a `paired` record kind needs `pair`")
+    defaults = _conditions(data.get("defaults"), "/defaults", fail)
     if problems or ptr is None:
         return None, problems
-    return StreamSpec(ptr, tuple(entries), tuple(story), threading, pair, version_at, tuple(checked), children), []
+    spec = StreamSpec(
+        ptr, tuple(entries), tuple(story), threading, pair, version_at, tuple(checked), children, defaults
+    )
+    return spec, []
 
 
 def _pointer(text: Any, where: str, fail: Any) -> Tokens | None:
@@ -183,7 +189,7 @@ def _conditions(value: Any, where: str, fail: Any) -> tuple[tuple[Tokens, Any], 
 
 
 def _entry(item: Any, where: str, fail: Any) -> Entry | None:
-    known = {"type", "when", "test", "keys", "order", "turn", "paired", "rules", "back_when"}
+    known = {"type", "when", "test", "keys", "order", "turn", "paired", "rules", "back_when", "defaults"}
     if not isinstance(item, dict) or not isinstance(item.get("type"), str):
         fail(where, "a record kind is a mapping with a string `type`")
         return None
@@ -220,6 +226,7 @@ def _entry(item: Any, where: str, fail: Any) -> Entry | None:
         tuple(rules),
         _conditions(item.get("back_when"), f"{where}/back_when", fail),
         tuple(nested),
+        _conditions(item.get("defaults"), f"{where}/defaults", fail),
     )
 
 
@@ -275,11 +282,13 @@ def _fn(name: str) -> Any:
 
 
 def _put(obj: Any, tokens: Tokens, value: Any) -> Any:
-    """`obj` with `value` at `tokens` (objects made and copied on the way; list positions kept)."""
+    """`obj` with `value` at `tokens` (copied on the way; an absent node is made an object, or a list
+    when the token is a position; a residual never needs one made: the diff keeps absent nodes whole)."""
     if not tokens:
         return value
     head, rest = tokens[0], tokens[1:]
-    if type(obj) is list and pointer.is_array_index(head):
+    if type(obj) is not dict and pointer.is_array_index(head):  # a position: of a list (made when absent)
+        obj = obj if type(obj) is list else []
         out_list = list(obj)
         i = int(head)
         while len(out_list) <= i:
@@ -412,6 +421,7 @@ class Drift:
     versions: Counter[str] = field(default_factory=Counter)  # versions seen that were not checked
     other_branches: int = 0
     kept_whole: int = 0
+    turn_of: dict[int, int] = field(default_factory=dict)  # record index -> the turn (index) it went to
 
     def messages(self, checked: tuple[str, ...]) -> list[str]:
         """One line per kind of drift, for the CLI to print."""
@@ -534,6 +544,7 @@ def forward(spec: StreamSpec, doc: Any) -> tuple[dict[str, Any], dict[str, Any],
             for it in items:
                 n = owner[pairing.result_id(spec.pair, it)]
                 turns[n] = pairing.with_results(spec.pair, turns[n], [it])
+                found.turn_of[i] = n
             continue
         kept, whole = diff(record, _turn_record(spec, turn, 0, entry))
         if whole:
@@ -541,6 +552,7 @@ def forward(spec: StreamSpec, doc: Any) -> tuple[dict[str, Any], dict[str, Any],
             found.kept_whole += 1
             continue
         fields.update({here + k: v for k, v in kept.items()})
+        found.turn_of[i] = len(turns)
         turns.append(turn)
         if spec.pair is not None:
             for tcid in pairing.call_ids(spec.pair, turn):
@@ -684,8 +696,10 @@ def _place_marks(
     out = {}
     for i, items in parts.items():
         holder: dict[str, Any] = {}
-        for tokens, value in items:
-            holder = _put(holder, tokens, value)
+        for tokens, value in sorted(
+            items, key=lambda kv: [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in kv[0]]
+        ):
+            holder = _put(holder, tokens, value)  # positions in order: the ids come out in the record's order
         ids = [v for _, v in pairing.record_ids(spec.pair, holder)]
         if ids and all(v in by_id for v in ids):
             out[i] = ids
@@ -704,6 +718,13 @@ def _turn_record(spec: StreamSpec, turn: dict[str, Any], n: int, fallback: Entry
     return rebuild(spec, entry, pairing.without_paired(spec.pair, turn) if spec.pair else turn)
 
 
+def _with_defaults(entry: Entry | None, record: dict[str, Any]) -> dict[str, Any]:
+    for at, value in entry.defaults if entry is not None else ():
+        if pointer.resolve(record, at) is MISSING:
+            record = _put(record, at, value)
+    return record
+
+
 def _written(spec: StreamSpec, story: dict[str, Any], n: int) -> list[Any]:
     """A Storyline from elsewhere: each turn a record, its results as result records after it."""
     session = str(story.get("session", ""))
@@ -712,7 +733,7 @@ def _written(spec: StreamSpec, story: dict[str, Any], n: int) -> list[Any]:
     for t, turn in enumerate(story.get("turns") or []):
         if type(turn) is not dict:
             continue
-        records.append(_turn_record(spec, turn, n))
+        records.append(_with_defaults(back_entry(spec, turn), _turn_record(spec, turn, n)))
         if spec.pair is None or paired is None:
             continue
         for k, item in enumerate(pairing.paired(spec.pair, turn)):
@@ -720,7 +741,14 @@ def _written(spec: StreamSpec, story: dict[str, Any], n: int) -> list[Any]:
                 raise MapcError.single(
                     "export.unrepresentable", f"/{n}/turns/{t}/observation/results/{k}", "a result must be an object"
                 )
-            records.append(rebuild(spec, paired, pairing.with_results(spec.pair, {}, [item])))
+            # The result record says what its entry copies (a timestamp) as its call's turn says it.
+            shared: dict[str, Any] = {}
+            for rule in paired.rules:
+                value = pointer.resolve(turn, rule.to) if rule.op == "copy" else MISSING
+                if value is not MISSING:
+                    shared = _put(shared, rule.to, value)
+            pseudo = pairing.with_results(spec.pair, shared, [item])
+            records.append(_with_defaults(paired, rebuild(spec, paired, pseudo)))
     every = [r for r in spec.story if r.every and r.op == "copy"]
     previous: Any = None
     for k, record in enumerate(records):
@@ -728,9 +756,52 @@ def _written(spec: StreamSpec, story: dict[str, Any], n: int) -> list[Any]:
             value = pointer.resolve(story, rule.to)
             if value is not MISSING and pointer.resolve(record, rule.src) is MISSING:
                 records[k] = record = _put(record, rule.src, value)
+        for at, value in spec.defaults:
+            if pointer.resolve(record, at) is MISSING:
+                records[k] = record = _put(record, at, value)
         if spec.thread is not None:
             made = str(uuid.uuid5(uuid.NAMESPACE_URL, f"mapc:{session}:{k}"))
             record = _put(record, spec.thread.parents[0], previous)
             records[k] = _put(record, spec.thread.id, made)
             previous = made
     return records
+
+
+Fact = tuple[str, str, tuple[str, ...]]
+
+
+def explain(spec: StreamSpec, doc: Any, tokens: Tokens) -> list[Fact]:
+    """(kind, message, Storyline targets) facts about the value at `tokens` (`/N/…`, record N)."""
+    records = _records(doc)
+    if not tokens or not pointer.is_array_index(tokens[0]) or int(tokens[0]) >= len(records):
+        return [("document", "the stream: its records become one Storyline", ())]
+    i, rest = int(tokens[0]), tokens[1:]
+    _, fields, found = forward(spec, records)
+    here = pointer.format(tokens)
+    for ptr in fields:
+        if ptr == here or here.startswith(ptr + "/"):
+            why = "its record is kept whole" if ptr == f"/{i}" else "kept under its pointer"
+            return [("residual", f"a residual ({why}): no Storyline field holds it", ())]
+    entry = entry_of(spec, records[i])
+    turn = found.turn_of.get(i)
+    if entry is None or turn is None:
+        return [("dropped", "not in the Storyline", ())]
+    if not rest:
+        what = f"its results join /turns/{turn}" if entry.paired else f"it becomes /turns/{turn}"
+        return [("document", f"a {entry.type} record: {what}", (f"/turns/{turn}",))]
+    out: list[Fact] = []
+    for n, rule in enumerate(entry.rules):
+        at = f"records[{spec.entries.index(entry)}].rules[{n}]"
+        if rule.op == "copy" and rest[: len(rule.src)] == rule.src:
+            target = pointer.format(("turns", str(turn), *rule.to, *rest[len(rule.src) :]))
+            out.append(("read", f"{at} copies it to {target}", (target,)))
+        elif rule.op == "call":
+            target = pointer.format(("turns", str(turn), *rule.to))
+            out.append(("inside", f"{at} reads the record with {rule.call} into {target}", (target,)))
+    if entry.paired:
+        out.append(
+            ("read", f"a result of turn {turn}: its observation results", (f"/turns/{turn}/observation/results",))
+        )
+    if rest and rest[0] == pointer.format(spec.type)[1:]:
+        out.append(("read", f"the record kind ({entry.type}): chooses its rules", ()))
+    return out or [("dropped", "not in the Storyline", ())]

@@ -205,6 +205,8 @@ def markdown(spec: Spec) -> str:
     """The table as Markdown, with the constants listed under it."""
     import json
 
+    if spec.stream is not None:
+        return _stream_markdown(spec)
     lines = [f"| {spec.title} pointer | Storyline pointer(s) |", "|---|---|"]
     rows = mapping_rows(spec)
     for row in rows:
@@ -231,4 +233,58 @@ def markdown(spec: Spec) -> str:
             f"Folded: an element of `{array}` where {where} is moved into `{into}` of the element before it, "
             f"as {{{take}}}; the reverse writes each item back as an element of its own after that one."
         )
+    return "\n".join(lines) + "\n"
+
+
+def _stream_markdown(spec: Spec) -> str:
+    """An event stream's table: per record kind (`/{r}` is any record of that kind), then the
+    Storyline's own fields, pairing and threading (engine/stream.py)."""
+    import json
+
+    stream = spec.stream
+    show = lambda tokens: pointer.format(tokens)  # noqa: E731
+    lines = [f"| {spec.title} record pointer | Storyline pointer(s) |", "|---|---|"]
+    for rule in stream.story:
+        target = f"`{show(rule.to)}`"
+        if rule.op == "copy":
+            which = " (last record)" if rule.pick == "last" else " (first record)"
+            lines.append(f"| `/{{r}}{show(rule.src)}`{which} | {target} |")
+        elif rule.op == "call":
+            lines.append(f"| `{rule.call}(record)` | {target} |")
+        else:
+            lines.append(f"| `{json.dumps(rule.value, ensure_ascii=False)}` (constant) | {target} |")
+    for entry in stream.entries:
+        when = "".join(f", {show(p)} = {json.dumps(v, ensure_ascii=False)}" for p, v in entry.when)
+        test = f", {entry.test}" if entry.test else ""
+        kind = f"{show(stream.type)} = {json.dumps(entry.type)}{when}{test}"
+        if not entry.turn:
+            lines.append(f"| `/{{r}}` where {kind} | kept whole: `/unknown_fields/…/{{r}}` |")
+            continue
+        place = "observation results of the turns it answers" if entry.paired else "`/turns/{t}`"
+        lines.append(f"| `/{{r}}` where {kind} | {place} |")
+        for rule in entry.rules:
+            target = f"`/turns/{{t}}{show(rule.to)}`"
+            if rule.op == "copy":
+                lines.append(f"| `/{{r}}{show(rule.src)}` | {target} |")
+            elif rule.op == "call":
+                back = f", back: `{rule.back}(turn)`" if rule.back else ""
+                last = " (last record of its group)" if rule.last_of_group else ""
+                lines.append(f"| `{rule.call}(record)`{last}{back} | {target} |")
+            else:
+                lines.append(f"| `{json.dumps(rule.value, ensure_ascii=False)}` (constant) | {target} |")
+    lines.append("")
+    lines.append(
+        "A record of a type no entry names, of another branch, or kept whole: `/unknown_fields/…/{r}`; "
+        "every other value of a mapped record: `/unknown_fields/…/{r}/…` under its pointer."
+    )
+    if stream.thread is not None:
+        parents = ", ".join(f"`{show(p)}`" for p in stream.thread.parents)
+        lines.append(f"Threading: `{show(stream.thread.id)}` and parent {parents}: the active branch, in file order.")
+    if stream.pair is not None:
+        lines.append(
+            f"Pairing: a result (`{show(stream.pair.results)}` … `{show(stream.pair.result_id)}`) joins the turn whose "
+            f"call (`{show(stream.pair.calls)}` … `{show(stream.pair.call_id)}`) it answers."
+        )
+    if stream.checked:
+        lines.append(f"Checked against versions: {', '.join(stream.checked)}.")
     return "\n".join(lines) + "\n"

@@ -89,11 +89,11 @@ def active(
     if leaf is None:
         return set(range(len(records)))
     seen: set[int] = set()
-    i: int | None = leaf
-    while i is not None and i not in seen:  # a cycle ends the walk; its records stay aside
-        seen.add(i)
-        parent = parent_of(thread, records[i])
-        i = by_id.get(parent) if parent is not MISSING else None
+    at: int | None = leaf
+    while at is not None and at not in seen:  # a cycle ends the walk; its records stay aside
+        seen.add(at)
+        parent = parent_of(thread, records[at])
+        at = by_id.get(parent) if parent is not MISSING else None
     out |= seen
     first = min(seen)
     for j in sorted(threaded):  # roots before the chain: a child stream's records that name its parent's

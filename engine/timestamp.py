@@ -1,4 +1,4 @@
-"""Storyline timestamps (REFERENCE.md §1.1 R-TS): RFC 3339 text or epoch seconds, as i64 nanoseconds.
+"""Storyline timestamps (docs/storyline.md, R-TS): RFC 3339 text or epoch seconds, as i64 nanoseconds.
 
 The reference parses strings with chrono 0.4.44 ``DateTime::parse_from_rfc3339`` and numbers with an
 "exactly representable in nanoseconds" check; this module reproduces both, and chrono's two output

@@ -1,4 +1,4 @@
-"""AgenticMD (REFERENCE.md §5): a Markdown view of one Storyline that reads back losslessly.
+"""AgenticMD (docs/formats.md, "AgenticMD"): a Markdown view of one Storyline that reads back losslessly.
 
 A file is a YAML frontmatter holding the Storyline without its turns, then one block per turn::
 
@@ -57,6 +57,7 @@ import yaml
 
 from mapc.engine import canonical, duplicates, plainyaml, pointer, residual, storyline
 from mapc.engine.codecs import Codec
+from mapc.engine.options import DEFAULT, Options
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.values import MISSING, json_equal
 
@@ -125,20 +126,22 @@ MAX_FRONTMATTER_DEPTH: Final = 200  # levels of YAML nesting; far below what the
 MAX_YAML_VALUES: Final = 200_000  # values aliases may add beyond one per character of the text
 
 
-def _yaml_limits(text: str) -> plainyaml.Limits:
+def _yaml_limits(text: str, allow_duplicate_keys: bool = False) -> plainyaml.Limits:
     """The spec reader's limits, sized for the frontmatter: without aliases a value takes at least a
     character, so only an alias expansion can pass the node cap; nesting is capped deeper than in a
-    spec, since the frontmatter holds Storyline values."""
+    spec, since the frontmatter holds Storyline values; a repeated key is refused unless allowed."""
     return plainyaml.Limits(
-        max_nodes=MAX_YAML_VALUES + len(text), max_depth=MAX_FRONTMATTER_DEPTH, duplicate_keys=duplicates.allowed()
+        max_nodes=MAX_YAML_VALUES + len(text),
+        max_depth=MAX_FRONTMATTER_DEPTH,
+        duplicate_keys=allow_duplicate_keys,
     )
 
 
-def _read_yaml(text: str, first_line: int = 1) -> Any:
+def _read_yaml(text: str, first_line: int = 1, allow_duplicate_keys: bool = False) -> Any:
     """The plain data of frontmatter text, read as untrusted YAML (engine/plainyaml.py): a located
     ``agenticmd.yaml`` (``agenticmd.duplicate_key``) problem at its pointer for anything else."""
     try:
-        return plainyaml.load("frontmatter", text, _yaml_limits(text))[0]
+        return plainyaml.load("frontmatter", text, _yaml_limits(text, allow_duplicate_keys))[0]
     except plainyaml.YamlDataError as exc:
         code = "agenticmd.duplicate_key" if exc.kind == "duplicate_key" else "agenticmd.yaml"
         at = f"line {exc.line + first_line - 1}, column {exc.column}"
@@ -199,10 +202,10 @@ def _reject_constant(text: str) -> Any:
     raise ValueError(f"{text} is not JSON")
 
 
-def _json_loads(text: str, where: str) -> Any:
+def _json_loads(text: str, where: str, allow_duplicate_keys: bool = False) -> Any:
     """Parse JSON text exactly: integers of any size stay integers (orjson would make floats); a
     repeated key is an ``agenticmd.duplicate_key`` problem below `where` (unless allowed)."""
-    hook = None if duplicates.allowed() else duplicates.pairs_hook
+    hook = None if allow_duplicate_keys else duplicates.pairs_hook
     try:
         value = json.loads(text, parse_float=_finite, parse_constant=_reject_constant, object_pairs_hook=hook)
     except RecursionError:
@@ -246,7 +249,7 @@ def _line_at(data: bytes, pos: int) -> tuple[bytes, int]:
     return (data[pos:], len(data)) if end < 0 else (data[pos:end], end + 1)
 
 
-def _split_frontmatter(data: bytes) -> tuple[dict[str, Any], int]:
+def _split_frontmatter(data: bytes, allow_duplicate_keys: bool = False) -> tuple[dict[str, Any], int]:
     """The frontmatter mapping (empty without one) and where the blocks begin."""
     first, pos = _line_at(data, 0)
     if first.rstrip() != _FENCE:
@@ -261,7 +264,7 @@ def _split_frontmatter(data: bytes) -> tuple[dict[str, Any], int]:
         raise _fail(
             "agenticmd.yaml", "/frontmatter", "the frontmatter opened with `---` is never closed by a `---` line"
         )
-    loaded = _read_yaml(data[start:pos].decode("utf-8"), first_line=2)
+    loaded = _read_yaml(data[start:pos].decode("utf-8"), first_line=2, allow_duplicate_keys=allow_duplicate_keys)
     if loaded is None:
         loaded = {}
     if type(loaded) is not dict:
@@ -279,7 +282,9 @@ def _speaker_source(speaker: str) -> str:
     return "user" if speaker == "user" else "system"
 
 
-def _parse_header(line: bytes, index: int) -> tuple[str, dict[str, Any], int | None]:
+def _parse_header(
+    line: bytes, index: int, allow_duplicate_keys: bool = False
+) -> tuple[str, dict[str, Any], int | None]:
     """``(type, other fields, declared length)`` of a block comment line (already stripped)."""
     at = f"/blocks/{index}/header"
     after = line[len(MARKER) :]
@@ -294,7 +299,7 @@ def _parse_header(line: bytes, index: int) -> tuple[str, dict[str, Any], int | N
         raise _fail("agenticmd.bad_block", at, "the block comment is not closed by `-->` on its line")
     text = rest[:-3].strip().decode("utf-8")
     try:
-        hook = None if duplicates.allowed() else duplicates.pairs_hook
+        hook = None if allow_duplicate_keys else duplicates.pairs_hook
         decoder = json.JSONDecoder(parse_float=_finite, parse_constant=_reject_constant, object_pairs_hook=hook)
         header, _ = decoder.raw_decode(text)
     except RecursionError:
@@ -321,7 +326,9 @@ def _skip_blank(data: bytes, pos: int) -> int:
     return pos
 
 
-def _parse_blocks(data: bytes, pos: int, edited: list[int] | None = None) -> list[Block]:
+def _parse_blocks(
+    data: bytes, pos: int, edited: list[int] | None = None, allow_duplicate_keys: bool = False
+) -> list[Block]:
     """The blocks from `pos` on; the index of each block whose view was edited goes to `edited`."""
     edited = [] if edited is None else edited
     rest = data[pos:]
@@ -342,7 +349,7 @@ def _parse_blocks(data: bytes, pos: int, edited: list[int] | None = None) -> lis
                 f"expected a block `<!-- persisting:block:{{speaker}} {{json}} -->` at byte {pos}{hint}, "
                 f"found {line[:40].decode('utf-8', 'replace')!r}",
             )
-        kind, fields, length = _parse_header(line.strip(), index)
+        kind, fields, length = _parse_header(line.strip(), index, allow_duplicate_keys)
         if data[after : after + 1] == b"\n":  # the one blank line between the comment and the body
             after += 1
         elif data[after : after + 2] == b"\r\n":
@@ -402,17 +409,18 @@ def _skip_view(data: bytes, pos: int, meta: Any, index: int) -> tuple[int, bool]
     )
 
 
-def parse_document(data: bytes) -> Document:
-    """The frontmatter and blocks of an AgenticMD file (no Storyline needed yet)."""
+def parse_document(data: bytes, *, allow_duplicate_keys: bool = False) -> Document:
+    """The frontmatter and blocks of an AgenticMD file (no Storyline needed yet); a key repeated in
+    the frontmatter or a block header is refused unless `allow_duplicate_keys` (the last value wins)."""
     if data.startswith(_BOM):
         data = data[len(_BOM) :]
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _fail("agenticmd.not_utf8", "", f"the file is not UTF-8 text (byte {exc.start})") from None
-    frontmatter, pos = _split_frontmatter(data)
+    frontmatter, pos = _split_frontmatter(data, allow_duplicate_keys)
     edited: list[int] = []
-    blocks = _parse_blocks(data, pos, edited)
+    blocks = _parse_blocks(data, pos, edited, allow_duplicate_keys)
     return Document(frontmatter, blocks, tuple(edited))
 
 
@@ -452,7 +460,7 @@ def document_id(document: Document) -> str:
 
     The reference hashes its serialized ``MarkdownDocument`` with the frontmatter ``storyline``
     removed: ``{format, frontmatter_format, session_id?, agent_id?, frontmatter, blocks: [{header:
-    {type, length, …fields}, body}]}`` (REFERENCE.md §3).
+    {type, length, …fields}, body}]}`` (docs/envelope.md).
     """
     frontmatter = {k: v for k, v in document.frontmatter.items() if k != STORYLINE_KEY}
     fmt = document.frontmatter.get("format")
@@ -484,7 +492,7 @@ def _own_source(story: dict[str, Any]) -> dict[str, Any] | None:
     return entry if type(entry) is dict else None
 
 
-def _turn(block: Block, index: int, problems: list[Problem]) -> dict[str, Any] | None:
+def _turn(block: Block, index: int, problems: list[Problem], allow_duplicate_keys: bool) -> dict[str, Any] | None:
     meta = block.fields.get(STORYLINE_KEY, MISSING)
     at = f"/blocks/{index}/header"
     if meta is MISSING:
@@ -503,7 +511,7 @@ def _turn(block: Block, index: int, problems: list[Problem]) -> dict[str, Any] |
     if block.fields.get(ENCODING_KEY) != "json":
         return {**meta, "msg": block.body}
     try:
-        return {**meta, "msg": _json_loads(block.body, f"/blocks/{index}/body")}
+        return {**meta, "msg": _json_loads(block.body, f"/blocks/{index}/body", allow_duplicate_keys)}
     except ValueError as exc:
         problems.append(Problem("agenticmd.bad_block", f"/blocks/{index}/body", f"the body is not JSON: {exc}"))
     except MapcError as exc:  # a repeated key
@@ -511,8 +519,9 @@ def _turn(block: Block, index: int, problems: list[Problem]) -> dict[str, Any] |
     return None
 
 
-def to_storyline(document: Document) -> dict[str, Any]:
-    """The Storyline a parsed file holds, with its native residuals; MapcError if it holds none."""
+def to_storyline(document: Document, *, allow_duplicate_keys: bool = False) -> dict[str, Any]:
+    """The Storyline a parsed file holds, with its native residuals; MapcError if it holds none.
+    A JSON body that repeats a key is refused unless `allow_duplicate_keys` (the last value wins)."""
     meta = document.frontmatter.get(STORYLINE_KEY, MISSING)
     if meta is MISSING:
         raise _fail(
@@ -534,7 +543,7 @@ def to_storyline(document: Document) -> dict[str, Any]:
             "this file's own residuals stand at their places in the file, not in the frontmatter",
         )
     problems: list[Problem] = []
-    turns = [_turn(block, i, problems) for i, block in enumerate(document.blocks)]
+    turns = [_turn(block, i, problems, allow_duplicate_keys) for i, block in enumerate(document.blocks)]
     if problems:
         raise MapcError(problems)
     root_order, turn_order = _key_orders()
@@ -562,10 +571,13 @@ def to_storyline(document: Document) -> dict[str, Any]:
     return _ordered(story, root_order)
 
 
-def decode(data: bytes, path: str | None = None) -> list[dict[str, Any]]:
-    """The one Storyline of an AgenticMD file; an `EditedView` warning for each edited view."""
-    document = parse_document(data)
-    story = to_storyline(document)
+def decode(data: bytes, path: str | None = None, options: Options = DEFAULT) -> list[dict[str, Any]]:
+    """The one Storyline of an AgenticMD file; an `EditedView` warning for each edited view.
+    `options` (engine/options.py): ``allow_duplicate_keys`` keeps the last value of a key repeated in
+    the frontmatter, a block header or a JSON body, which is refused otherwise."""
+    allow = options.allow_duplicate_keys
+    document = parse_document(data, allow_duplicate_keys=allow)
+    story = to_storyline(document, allow_duplicate_keys=allow)
     for index in document.edited_views:
         warnings.warn(EditedView(index), stacklevel=2)
     return [story]
@@ -738,7 +750,7 @@ _FORMAT_LINE: Final = re.compile(rb"^[ \t]*format: persisting[ \t\r]*$", re.MULT
 
 def looks_like(data: bytes) -> bool:
     """Text (not JSON) that starts with ``---`` and has a ``format: persisting`` line, or holds a
-    block marker (REFERENCE.md §5)."""
+    block marker (docs/formats.md, "Detection")."""
     text = data.removeprefix(_BOM).lstrip()
     return (text.startswith(_FENCE) and _FORMAT_LINE.search(text) is not None) or MARKER in text
 

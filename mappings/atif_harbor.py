@@ -732,14 +732,14 @@ def extension_slots(doc: Any, stories: list[dict[str, Any]]) -> Any:
 
     Nothing is done for Storylines read from ATIF (or carrying ATIF's own residuals): their
     document is given back exactly as it was (issue 15: exactness wins over Harbor validity);
-    nor for Storylines of no format (no `origin`), which get REFERENCE §1.4's export as it is.
+    nor for Storylines of no format (no `origin`), which get the plain ATIF export (docs/formats.md, "ATIF") as it is.
     A value moved here is not lost: the hop law (engine/provenance.py) carries it for the source
     format's way back.
     """
     for story in stories:
         origin = (story.get("origin") or {}).get("format")
         if origin in (None, "atif", "storyline"):
-            return doc  # read from ATIF, or a Storyline of no format: REFERENCE §1.4's export
+            return doc  # read from ATIF, or a Storyline of no format: the plain ATIF export
         if "atif" in ((story.get("unknown_fields") or {}).get("sources") or {}):
             return doc
     return _trajectory_slots(doc)

@@ -61,7 +61,7 @@ def claude_assistant(record: Any) -> Any:
     ]
     out: dict[str, Any] = {"msg": "\n\n".join(t for t in text if type(t) is str)}
     if thinking and all(type(t) is str for t in thinking):
-        out["reason"] = "\n\n".join(thinking)
+        out["reason"] = "\n\n".join(str(t) for t in thinking)
     if calls:
         out["tool_calls"] = calls
     return out
@@ -108,7 +108,7 @@ def claude_usage_back(turn: Any) -> Any:
     if type(m) is not dict or not all(type(m.get(k)) is int for k in ("prompt_tokens", "completion_tokens")):
         return {}
     r = m.get("cached_tokens") if type(m.get("cached_tokens")) is int else 0
-    extra = m.get("extra") if type(m.get("extra")) is dict else {}
+    extra: dict[str, Any] = m["extra"] if type(m.get("extra")) is dict else {}
     c = extra.get("cache_creation_input_tokens") if type(extra.get("cache_creation_input_tokens")) is int else 0
     usage = dict(zip(_USAGE, (m["prompt_tokens"] - c - r, c, r, m["completion_tokens"]), strict=True))
     return {"message": {"usage": usage}}

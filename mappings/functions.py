@@ -24,7 +24,7 @@ def atif_turn_kind(source: Any, tool_calls: Any) -> Any:
     return MISSING if (source, kind) in _IMPLIED_KINDS else kind
 
 
-# --- ACTF v1.0 (REFERENCE.md §1.3) -------------------------------------------------------------
+# --- ACTF v1.0 (docs/formats.md) ---------------------------------------------------------------
 
 _ACTF_METRIC_KEYS = ("prompt_tokens_len", "completion_tokens_len", "llm_infer_ms", "env_action_ms", "stop_reason")
 _EPOCH_TEXT = "1970-01-01 00:00:00+00:00"
@@ -34,7 +34,7 @@ _EPOCH_TEXT = "1970-01-01 00:00:00+00:00"
 def actf_member_key(trajectory: Any, session: Any, parent: Any, children: Any) -> Any:
     """The attempt key of a tree member without an attempt id: its trajectory, else its session.
     Subagents that share their parent's session group into one task; outside a tree, several
-    Storylines without attempt ids stay an error (REFERENCE §1.3)."""
+    Storylines without attempt ids stay an error (docs/formats.md, "ACTF")."""
     if parent is MISSING and children is MISSING:
         return MISSING
     for value in (trajectory, session):
@@ -154,7 +154,7 @@ def _prompt_pair(step: Any) -> dict[str, str]:
 @register("actf_turn_prompt", 3)
 def actf_turn_prompt(system: Any, user: Any, baseline: Any) -> Any:
     """A turn's prompt against the baseline: none when equal, the explicit clear when both are empty,
-    else the whole pair (REFERENCE.md §1.3 "Prompt pairs")."""
+    else the whole pair (docs/formats.md, ACTF "Prompt pairs")."""
     if baseline is MISSING:
         return MISSING
     pair = {}
@@ -216,7 +216,7 @@ def actf_observation(result: Any) -> Any:
 def actf_step_problems(step: Any) -> list[tuple[str, str, str]]:
     """A step's tool-id rules: effective ids unique, and observations referring to one of them.
 
-    Returns (pointer below the step, code, message) triples (REFERENCE.md §1.3 rules 11 and 12).
+    Returns (pointer below the step, code, message) triples (docs/formats.md, ACTF "Tool ids").
     """
     if type(step) is not dict:
         return []

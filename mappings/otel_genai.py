@@ -32,7 +32,9 @@ from typing import Any, Final
 import orjson
 from blake3 import blake3
 
+from mapc.engine import duplicates
 from mapc.engine.codecs import Codec
+from mapc.engine.options import DEFAULT, Options
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.timestamp import TimestampError, format_rfc3339, timestamp_ns
 from mapc.engine.views import document_id
@@ -288,13 +290,21 @@ def _attrs(span: dict[str, Any]) -> dict[str, Any]:
     return {a["key"]: _value(a.get("value")) for a in span.get("attributes") or [] if type(a) is dict and "key" in a}
 
 
-def _loads(value: Any, at: str) -> Any:
+def _loads(allow_duplicate_keys: bool, value: Any, at: str) -> Any:
+    """An attribute's JSON text, decoded; a key repeated in one of its objects is refused (at the
+    attribute) unless allowed, as in the file itself."""
     if type(value) is not str:
         return value
     try:
-        return orjson.loads(value)
+        out = orjson.loads(value)
     except orjson.JSONDecodeError:
         raise _fail("otel.invalid", at, "expected JSON text in this attribute") from None
+    if not allow_duplicate_keys:
+        found = duplicates.problems_of(value, out)
+        if found:
+            where = found[0].pointer
+            raise _fail("json.duplicate_key", at, f"the JSON text of this attribute repeats a key (at {where})")
+    return out
 
 
 def _spans(doc: Any) -> list[tuple[str, dict[str, Any]]]:
@@ -339,12 +349,16 @@ def _text(parts: list[Any]) -> Any:
     return "".join(str(p.get("content", "")) for p in texts)
 
 
-def decode(data: bytes, path: str | None = None) -> list[dict[str, Any]]:
-    """The Storylines of an OTLP JSON trace file: one per `invoke_agent` span."""
+def decode(data: bytes, path: str | None = None, options: Options = DEFAULT) -> list[dict[str, Any]]:
+    """The Storylines of an OTLP JSON trace file: one per `invoke_agent` span.  A key repeated in
+    one object is refused (``json.duplicate_key``) unless `options` allow it (the last value wins)."""
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise _fail("json.invalid", "", f"not valid JSON: {exc}") from None
+    repeated = [] if options.allow_duplicate_keys else duplicates.problems_of(data, doc)
+    if repeated:
+        raise MapcError(repeated)
     spans = _spans(doc)
     by_id = {span["spanId"].lower(): (at, span) for at, span in spans}
     agents = [(at, span) for at, span in spans if _attrs(span).get(OP) == "invoke_agent"]
@@ -371,14 +385,16 @@ def decode(data: bytes, path: str | None = None) -> list[dict[str, Any]]:
     stories = []
     for at, span in agents:
         own = sorted(members[span["spanId"].lower()], key=lambda m: int(m[1].get("startTimeUnixNano") or 0))
-        stories.append(_story(at, span, own, agents))
+        stories.append(_story(at, span, own, agents, options.allow_duplicate_keys))
     return stories
 
 
-def _story(at: str, span: dict[str, Any], own: list[tuple[str, dict[str, Any]]], agents: list) -> dict[str, Any]:
+def _story(
+    at: str, span: dict[str, Any], own: list[tuple[str, dict[str, Any]]], agents: list, allow_duplicate_keys: bool
+) -> dict[str, Any]:
     attrs = _attrs(span)
     if DOC in attrs:
-        story = _loads(attrs[DOC], f"{at}/attributes")
+        story = _loads(allow_duplicate_keys, attrs[DOC], f"{at}/attributes")
     else:
         agent_id = attrs.get("gen_ai.agent.id") or attrs.get("gen_ai.agent.name") or "otel-genai"
         story = {
@@ -401,10 +417,10 @@ def _story(at: str, span: dict[str, Any], own: list[tuple[str, dict[str, Any]]],
         a = _attrs(s)
         if a.get(OP) != "chat":
             continue
-        inputs = _loads(a.get("gen_ai.input.messages", "[]"), f"{sat}/attributes") or []
-        outputs = _loads(a.get("gen_ai.output.messages", "[]"), f"{sat}/attributes") or []
+        inputs = _loads(allow_duplicate_keys, a.get("gen_ai.input.messages", "[]"), f"{sat}/attributes") or []
+        outputs = _loads(allow_duplicate_keys, a.get("gen_ai.output.messages", "[]"), f"{sat}/attributes") or []
         new = [m for m in inputs[seen_inputs:] if type(m) is dict and not _is_tool_result(m)]
-        residuals = _loads(a[NEW_TURNS], f"{sat}/attributes") if NEW_TURNS in a else None
+        residuals = _loads(allow_duplicate_keys, a[NEW_TURNS], f"{sat}/attributes") if NEW_TURNS in a else None
         for k, message in enumerate(new):
             msg = _text(message.get("parts") or [])
             if residuals is not None and k < len(residuals):
@@ -416,7 +432,7 @@ def _story(at: str, span: dict[str, Any], own: list[tuple[str, dict[str, Any]]],
         output = outputs[0] if outputs and type(outputs[0]) is dict else {"parts": []}
         parts = output.get("parts") or []
         if TURN in a:
-            turn = dict(_loads(a[TURN], f"{sat}/attributes"))
+            turn = dict(_loads(allow_duplicate_keys, a[TURN], f"{sat}/attributes"))
         else:
             turn = {"id": len(turns) + 1, "src": "agent"}
             start = s.get("startTimeUnixNano")
@@ -441,13 +457,13 @@ def _story(at: str, span: dict[str, Any], own: list[tuple[str, dict[str, Any]]],
                 if tool is not None and "gen_ai.tool.call.result" in tool:
                     content = tool["gen_ai.tool.call.result"]
                     if tool.get(RESULT_JSON):
-                        content = _loads(content, f"{sat}/attributes")
+                        content = _loads(allow_duplicate_keys, content, f"{sat}/attributes")
                     results.append({"source_call_id": p.get("id"), "content": content})
             if results:
                 turn["observation"] = {"results": results}
         turns.append(turn)
     if TRAILING in attrs:
-        turns += _loads(attrs[TRAILING], f"{at}/attributes")
+        turns += _loads(allow_duplicate_keys, attrs[TRAILING], f"{at}/attributes")
     story["turns"] = turns
     if DOC not in attrs:
         parent = (span.get("parentSpanId") or "").lower()

@@ -1,6 +1,6 @@
 """The validators of a format's owner, for `mapc validate --strict` (issue 15).
 
-mapc's default reading follows REFERENCE.md (unknown keys kept, any `schema_version`, step ids
+mapc's default reading (docs/formats.md, "Reading levels": unknown keys kept, any `schema_version`, step ids
 merely unique).  Where the owner of a format publishes a validator, `--strict` means exactly the
 owner's rules; this table names them.  ATIF's owner is Harbor (`harbor.models.trajectories`,
 ported in `atif_harbor.py`); the other formats publish none, so `--strict` is their default rules.

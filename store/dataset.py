@@ -1,6 +1,6 @@
 """A Storyline dataset directory: ``runs.lance``, ``steps.lance``, ``tool_calls.lance`` and ``CURRENT``.
 
-Layout (REFERENCE.md §4, simplified as issue 7 allows: no ``objects.lance`` for large cells and
+Layout (docs/store.md; simplified as issue 7 allows: no ``objects.lance`` for large cells and
 no ``generations/`` indirection; every cell is stored inline)::
 
     DATASET/

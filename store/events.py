@@ -1,4 +1,4 @@
-"""``events.lance``: the append-only EventRecord log (RFC-0002, REFERENCE.md §1.2 and §4 EventRow).
+"""``events.lance``: the append-only EventRecord log (docs/formats.md, "Events").
 
 Three jobs live here:
 
@@ -47,7 +47,7 @@ MAX_MS: Final = I64_MAX // NS_PER_MS  # the last millisecond whose nanoseconds f
 MAX_DEPTH: Final = 200
 
 REQUEST_KINDS: Final = frozenset({"llm.request", "http.request"})
-FRAME_KIND: Final = "http.stream.frame"  # one raw SSE frame of a streamed response (RFC-0002 decision 2)
+FRAME_KIND: Final = "http.stream.frame"  # one raw SSE frame of a streamed response (kept, not yet projected)
 RESPONSE_KINDS: Final = frozenset({"llm.response", "llm.response.stream", "http.response", "http.response.stream"})
 
 # Optional top-level strings of an EventRecord: the identity keys, then the correlation envelope.
@@ -221,8 +221,9 @@ def parse_jsonl(data: bytes) -> list[dict[str, Any]]:
     return parse_jsonl_lines(data)[0]
 
 
-def parse_jsonl_lines(data: bytes) -> tuple[list[dict[str, Any]], list[int]]:
-    """`parse_jsonl`, with the line number of each record (for `admit`'s conflict reports)."""
+def parse_jsonl_lines(data: bytes, *, allow_duplicate_keys: bool = False) -> tuple[list[dict[str, Any]], list[int]]:
+    """`parse_jsonl`, with the line number of each record (for `admit`'s conflict reports).  A line
+    that repeats a key in one object is refused unless `allow_duplicate_keys` (the last value wins)."""
     records: list[dict[str, Any]] = []
     numbers: list[int] = []
     problems: list[Problem] = []
@@ -234,7 +235,7 @@ def parse_jsonl_lines(data: bytes) -> tuple[list[dict[str, Any]], list[int]]:
         except orjson.JSONDecodeError as exc:
             problems.append(Problem("json.invalid", "", f"not valid JSON: {exc}", line=n))
             continue
-        repeated = [] if duplicates.allowed() else duplicates.problems_of(line, record)
+        repeated = [] if allow_duplicate_keys else duplicates.problems_of(line, record)
         if repeated:  # the record would be stored with one of the two values lost (mapc refuses by default)
             problems.extend(p.on_line(n) for p in repeated)
             continue
@@ -335,7 +336,7 @@ def _stored_ids(path: Path) -> dict[str, bytes]:
 
 
 def admit(path: Path, records: list[dict[str, Any]], *, lines: list[int] | None = None) -> Appended:
-    """Append `records` to ``events.lance`` at `path` idempotently (RFC-0002: delivery is at-least-once).
+    """Append `records` to ``events.lance`` at `path`, idempotently: delivery is at least once (docs/formats.md).
 
     Each record is checked first.  A record whose ``event_id`` is already stored (or earlier in
     this batch) with the same content is skipped and counted; the same ``event_id`` with other
@@ -515,11 +516,27 @@ def _rfc3339_ms(ms: int) -> str:
 
 def _event_time(record: dict[str, Any]) -> tuple[str | None, int | None]:
     """(RFC 3339 millisecond text, Unix ms) of a record, or (None, None); conflicts are errors."""
-    problems = [p for p in record_problems(record) if p.code in ("events.timestamp_conflict", "events.bad_timestamp")]
+    problems = _time_problems(record)
     if problems:
         raise MapcError(problems)
     ms = event_ms(record)
     return (None, None) if ms is None else (_rfc3339_ms(ms), ms)
+
+
+def _time_problems(record: dict[str, Any]) -> list[Problem]:
+    """`record_problems`' timestamp checks alone (``events.bad_timestamp``, ``events.timestamp_conflict``):
+    what projection needs of every record, without walking the whole record again when it is fine."""
+    text = record.get("timestamp")
+    if type(text) is not str:
+        return []
+    try:
+        text_ms = parse_rfc3339(text) // NS_PER_MS
+    except TimestampError:
+        text_ms = None
+    unix_ms = record.get("timestamp_unix_ms")
+    if text_ms is not None and (type(unix_ms) is not int or unix_ms == text_ms):
+        return []
+    return [p for p in record_problems(record) if p.code in ("events.timestamp_conflict", "events.bad_timestamp")]
 
 
 def message_text(message: Any) -> str | None:
@@ -841,12 +858,19 @@ def _wire_call(call_id: str, group: list[dict[str, Any]], table: wire.Table) -> 
     for record in group:
         kind = record["kind"]
         payload = record["payload"] if type(record["payload"]) is dict else {}
+        made_in_body: list[str] = []
+        if "synthesized" in payload:  # values synthesis made up for the protocol (`synthesize_wire`): not data
+            made = payload["synthesized"] if type(payload["synthesized"]) is list else []
+            body_prefix = "/http/response_body/"
+            made_in_body = [p[len(body_prefix) - 1 :] for p in made if type(p) is str and p.startswith(body_prefix)]
+            payload = wire.without(payload, [p for p in made if not (type(p) is str and p.startswith(body_prefix))])
         ts, ms = _event_time(record)
         if kind in REQUEST_KINDS:
             call.request_body, call.request_seq, call.request_ts = wire.request_body(payload), record["seq"], ts
             req_ms = ms
         elif kind in RESPONSE_KINDS:
-            call.response_body = wire.response_body(payload, table)
+            # a streamed body is assembled first: the made-up pointers are into what it assembles to
+            call.response_body = wire.without(wire.response_body(payload, table), made_in_body)
             call.response_seq, call.response_ts, resp_ms = record["seq"], ts, ms
             call.status = _http(payload).get("status", payload.get("status"))
             call.ttft_ms = _first_int(_int_at(payload, "ttft_ms"), _int_at(payload, "timing", "ttft_ms"))
@@ -1110,3 +1134,277 @@ class _Clock:
         if ts is not None:
             self.last = self._from(ts)
         return dict(self.last)
+
+
+# --- synthesis of wire bodies: Storyline → events of one protocol -------------------------------------
+
+# What the projection writes in a wire turn's extra, and synthesis therefore reads back.
+_CALL_EXTRA: Final = frozenset({"call_id", "protocol", "seq", "message_index", "system", "tools", "params", "role"})
+_RESPONSE_EXTRA: Final = frozenset({"status", "error", "response_unmapped"})
+
+
+def wire_protocol(story: dict[str, Any]) -> str | None:
+    """The wire protocol a Storyline was projected from: the first turn's ``extra.protocol``, if any."""
+    for turn in story["turns"]:
+        extra = turn.get("extra")
+        protocol = extra.get("protocol") if type(extra) is dict else None
+        if type(protocol) is str:
+            return protocol
+    return None
+
+
+def synthesize_wire(
+    story: dict[str, Any], protocol: str, *, notes: list[Problem] | None = None
+) -> list[dict[str, Any]]:
+    """EventRecords whose bodies are requests and responses of `protocol` (a table in ``mappings/wire/``).
+
+    Each agent turn that is not ``kind: history`` is one call: its request carries the whole
+    conversation so far (the turns before it written as the protocol's messages, the previous
+    agent turn's observation results as its tool results) and its response is the turn.  The
+    system prompt, tools and other request parameters come from the turns' ``extra.system``,
+    ``extra.tools`` and ``extra.params`` (as the projection puts them), the model, stop reason,
+    usage and status from the turn; ``latency_ms`` and ``ttft_ms`` go to ``payload.timing``.
+    Values the protocol requires and the Storyline lacks (a response id, ``created``, a thinking
+    signature) are written and listed in ``payload.synthesized`` (pointers into the payload), which
+    the projection ignores.  Every payload carries ``degraded: true`` (E-4: a projection of the
+    conversation, not the recorded wire).  A turn the protocol cannot carry (a system turn for
+    Anthropic, a non-text message) is an ``events.unrepresentable`` error at its pointer; extra
+    keys nothing reads back (``unmapped``, ``history_fork``) are reported in `notes`.
+    """
+    from mapc.mappings.wire.writers import WRITERS, Unrepresentable
+
+    table = wire.table_named(protocol)
+    writer = WRITERS.get(table.protocol) if table is not None else None
+    if table is None or writer is None:
+        known = sorted(WRITERS)
+        raise MapcError.single("events.unknown_protocol", "", f"no writer for protocol {_q(protocol)}; known: {known}")
+    try:
+        return _Synthesis(story, table, writer(), notes).run()
+    except Unrepresentable as exc:
+        raise MapcError.single("events.unrepresentable", exc.where, f"{table.protocol}: {exc.message}") from None
+
+
+class _Synthesis:
+    """One Storyline written as calls of one protocol (see `synthesize_wire`)."""
+
+    def __init__(self, story: dict[str, Any], table: wire.Table, writer: Any, notes: list[Problem] | None) -> None:
+        self.story, self.table, self.writer, self.notes = story, table, writer, notes
+        self.spec = table.spec
+        self.seqs = _Seq()
+        self.clock = _Clock(story.get("started_at"))
+        self.events: list[dict[str, Any]] = []
+        self.history: list[Any] = []
+        self.declared: dict[str, Any] = {"params": {}}
+        self.results: list[dict[str, Any]] = []  # the last response's results, for the next request
+        self.calls = 0
+
+    def run(self) -> list[dict[str, Any]]:
+        pending: list[tuple[int, dict[str, Any]]] = []
+        for i, turn in enumerate(self.story["turns"]):
+            # only an explicit internal kind is a note: a system turn is the protocol's system message
+            if turn.get("kind") == "internal" or (effective_kind(turn) == "internal" and turn["src"] != "system"):
+                self._event(turn, "note", None, turn["msg"], self.seqs.take(turn))
+                continue
+            if turn["src"] == "agent" and turn.get("kind") != "history":
+                self._call(pending, (i, turn))
+                pending = []
+            else:
+                pending.append((i, turn))
+        if pending or self.results:
+            self._call(pending, None)
+        return self.events
+
+    def _event(self, turn: dict[str, Any] | None, kind: str, call_id: str | None, payload: Any, seq: int) -> None:
+        record: dict[str, Any] = {"event_id": f"synthesized:{self.story['session']}:{len(self.events) + 1}"}
+        record.update(seq=seq, source="pchronicle", kind=kind, producer="mapc events synthesize")
+        record.update(self.clock.fields(turn.get("ts") if turn is not None else None))
+        record["session_id"] = self.story["session"]
+        record["agent_id"] = self.story["agent"]["id"]
+        if call_id is not None:
+            record["call_id"] = call_id
+        record["payload"] = payload
+        self.events.append(record)
+
+    def _note(self, where: str, message: str) -> None:
+        if self.notes is not None:
+            self.notes.append(Problem("events.not_carried", where, message))
+
+    def _messages(self, pending: list[tuple[int, dict[str, Any]]]) -> list[Any]:
+        out: list[Any] = []
+        results, self.results = self.results, []
+        for i, turn in pending:
+            where = f"/turns/{i}"
+            if turn.get("observation") is not None:
+                raise wire_unrepresentable(f"{where}/observation", "only an agent turn's observation can be written")
+            if turn["src"] == "user":
+                out += self.writer.user(turn, results, where)
+                results = []
+            elif turn["src"] == "system":
+                out += self.writer.system(turn, where)
+            elif turn["src"] == "agent":
+                out += self.writer.history(turn, where)
+            else:
+                raise wire_unrepresentable(f"{where}/src", f"a {_q(turn['src'])} turn has no message in this protocol")
+        if results:
+            out[:0] = self.writer.results(results, "/turns")
+        return out
+
+    def _call(self, pending: list[tuple[int, dict[str, Any]]], response: tuple[int, dict[str, Any]] | None) -> None:
+        self.calls += 1
+        turns = [t for _, t in pending] + ([response[1]] if response is not None else [])
+        first = turns[0] if turns else None  # None: a last request carrying only the tool results
+        call_id = next((c for c in map(_call_id_of, turns) if c), f"call-{self.calls}")
+        for i, turn in [*pending, *([response] if response is not None else [])]:
+            self._check_extra(i, turn, response is not None and turn is response[1])
+        new = self._messages(pending)
+        request: dict[str, Any] = {}
+        made: list[str] = []
+        spec = self.spec["request"]
+        model = response[1].get("model") if response is not None else None
+        if spec.get("model"):
+            wire.set_at(request, spec["model"], model if type(model) is str else "unknown")
+            if type(model) is not str:
+                made.append(f"/http/request_body{spec['model']}")
+        wire.set_at(request, spec["messages"], [*self.history, *new])
+        self.history += new
+        for turn in turns:
+            extra = turn.get("extra") if type(turn.get("extra")) is dict else {}
+            for name in ("system", "tools", "params"):
+                if name in extra:
+                    self.declared[name] = extra[name]
+        for name in ("system", "tools"):
+            if name in self.declared and spec.get(name):
+                wire.set_at(request, spec[name], self.declared[name])
+        params = self.declared["params"] if type(self.declared["params"]) is dict else {}
+        request.update({k: v for k, v in params.items() if k not in request})
+        for where, value in self.writer.request_defaults().items():
+            if wire.at(request, where) is wire.MISSING:
+                wire.set_at(request, where, value)
+                made.append(f"/http/request_body{where}")
+        path = self.writer.path(model) if hasattr(self.writer, "path") else self.table.paths[0]
+        payload: dict[str, Any] = {
+            "protocol": self.table.protocol,
+            "degraded": True,
+            "http": {"method": "POST", "path": path, "request_body": request},
+        }
+        if made:
+            payload["synthesized"] = made
+        self._event(first, "http.request", call_id, payload, self.seqs.take(first if pending else None))
+        if response is not None:
+            i, turn = response
+            self._response(i, turn, call_id, streamed=request.get("stream") is True)
+
+    def _check_extra(self, i: int, turn: dict[str, Any], is_response: bool) -> None:
+        extra = turn.get("extra") if type(turn.get("extra")) is dict else {}
+        known = _CALL_EXTRA | (
+            _RESPONSE_EXTRA | self.writer.EXTRA | set(self.spec["response"]) if is_response else set()
+        )
+        for key in extra:
+            if key not in known:
+                self._note(f"/turns/{i}/extra/{_escape(key)}", "not written to the wire bodies, so not projected back")
+
+    def _response(self, i: int, turn: dict[str, Any], call_id: str, *, streamed: bool = False) -> None:
+        where = f"/turns/{i}"
+        spec = self.spec["response"]
+        extra = turn.get("extra") if type(turn.get("extra")) is dict else {}
+        status = extra.get("status")
+        failed = (type(status) is int and status >= 400) or "error" in extra
+        said = turn["msg"] not in ("", None) or turn.get("tool_calls") or turn.get("reason")
+        error_only = failed and not said and "error" in extra
+        if error_only:  # the API's error object, not a message (the model is the request's)
+            body, made_in_body = self.writer.error_body(extra["error"]), []
+        else:
+            body, made_in_body = self.writer.response(turn, where)
+        made = set(made_in_body)
+
+        def put(at: str, value: Any) -> None:
+            wire.set_at(body, at, value)
+            made.discard(at)
+
+        if type(turn.get("model")) is str and spec.get("model") and not error_only:
+            put(spec["model"], turn["model"])
+        for name, at in spec.items():
+            if name not in ("message", "model") and name in extra:
+                put(at, extra[name])
+        metrics = turn.get("metrics")
+        if metrics is not None:
+            if type(metrics) is not dict:
+                raise wire_unrepresentable(f"{where}/metrics", "metrics that are not an object have no usage place")
+            usage = self.spec.get("usage", {})
+            for key, value in metrics.items():
+                if key == "extra" and type(value) is dict and usage:
+                    parent = next(iter(usage.values())).rsplit("/", 1)[0]
+                    if wire.at(body, parent) is wire.MISSING:
+                        put(parent, {})
+                    wire.merge_into(wire.at(body, parent), value)
+                elif key in usage:
+                    put(usage[key], value)
+                else:
+                    raise wire_unrepresentable(
+                        f"{where}/metrics/{_escape(key)}", "no usage field of the protocol holds it"
+                    )
+            for at, value in self.writer.USAGE.items():  # what the protocol's usage object requires
+                if wire.at(body, at) is wire.MISSING:
+                    wire.set_at(body, at, value)
+                    made.add(at)
+        if "error" in extra:
+            body["error"] = extra["error"]
+        if type(extra.get("response_unmapped")) is dict:  # the recorded values win over made-up ones
+            for at, value in _leaves(extra["response_unmapped"], "", body):
+                put(at, value)
+        http: dict[str, Any] = {"status": extra.get("status", 200), "response_body": body}
+        kind = "http.response"
+        if streamed and hasattr(self.writer, "stream") and "error" not in extra:  # as the request asked: SSE
+            http.update(response_body=self.writer.stream(body), body_encoding="sse")
+            kind = "http.response.stream"
+        synthesized = [f"/http/response_body{p}" for p in sorted(made)]
+        if "status" not in extra:
+            synthesized.append("/http/status")
+        payload: dict[str, Any] = {"protocol": self.table.protocol, "degraded": True, "http": http}
+        timing = {
+            k: v
+            for k, v in (("duration_ms", turn.get("latency_ms")), ("ttft_ms", turn.get("ttft_ms")))
+            if v is not None
+        }
+        if timing:
+            payload["timing"] = timing
+        if synthesized:
+            payload["synthesized"] = synthesized
+        self._event(turn, kind, call_id, payload, self.seqs.take(turn))
+        if not failed or said:  # as the projection reads it: a failed call the client got nothing from
+            self.history += self.writer.history(turn, where)
+        observation = turn.get("observation")
+        if observation is not None:
+            results = observation.get("results") if type(observation) is dict else None
+            if type(results) is not list or set(observation) != {"results"}:
+                raise wire_unrepresentable(
+                    f"{where}/observation", "only {results: [...]} can be written as tool results"
+                )
+            keys = self.writer.RESULT_KEYS
+            for n, result in enumerate(results):
+                if type(result) is not dict or type(result.get("source_call_id")) is not str or not set(result) <= keys:
+                    raise wire_unrepresentable(
+                        f"{where}/observation/results/{n}", f"a tool result with source_call_id and only {sorted(keys)}"
+                    )
+            self.results = list(results)
+
+
+def wire_unrepresentable(where: str, message: str) -> Exception:
+    """The writers' `Unrepresentable` (imported late: the writers live with the tables)."""
+    from mapc.mappings.wire.writers import Unrepresentable
+
+    return Unrepresentable(where, message)
+
+
+def _leaves(value: Any, where: str, into: Any) -> Iterator[tuple[str, Any]]:
+    """(pointer, value) of each leaf of `value` below `where`: objects are walked, and so is a list
+    of objects where `into` already holds a list (a residue of its elements, such as one choice's
+    ``logprobs``); any other value, an empty object or list included, is a leaf."""
+    if type(value) is dict and value:
+        for key, child in value.items():
+            yield from _leaves(child, f"{where}/{_escape(key)}", into)
+    elif type(value) is list and value and type(wire.at(into, where)) is list and all(type(v) is dict for v in value):
+        for n, child in enumerate(value):
+            yield from _leaves(child, f"{where}/{n}", into)
+    else:
+        yield where, value

@@ -36,8 +36,8 @@ from mapc.engine import convert, detect
 from mapc.engine.inputs import read_input
 from mapc.engine.options import DEFAULT, Options
 from mapc.engine.problems import MapcError, Problem
-from mapc.engine.views import document_id
 from mapc.store import dataset, rows
+from mapc.store.identity import file_document_ids
 
 if TYPE_CHECKING:
     from lance.fragment import FragmentMetadata
@@ -191,11 +191,10 @@ def _store_file(
         stories = convert.into_storyline(fmt, data, jsonl=item.jsonl, path=item.document_path, options=options)
         pointers = [f"/{i}" if len(stories) > 1 else "" for i in range(len(stories))]
         documents = []
-        for story, pointer in zip(stories, pointers, strict=True):
-            doc_id = document_id(story)
+        for story, pointer, doc_id in zip(stories, pointers, file_document_ids(stories), strict=True):
             if doc_id in skip:
                 continue
-            builder.add(story)
+            builder.add(story, doc_id)
             documents.append((doc_id, pointer))
     except MapcError as exc:
         builder.truncate(mark)
@@ -213,8 +212,9 @@ def store_chunk(chunk: Chunk) -> ChunkResult:
     A chunk with a failed file stages nothing: the job will not be committed."""
     builder = rows.Builder()
     skip = _skip_set(chunk.skip)
-    outcomes = tuple(_store_file(item, builder, skip, chunk.options) for item in chunk.inputs)
-    tables = builder.tables()
+    with rows.paused_gc():  # parsing, checking and splitting make no cycles (rows.paused_gc)
+        outcomes = tuple(_store_file(item, builder, skip, chunk.options) for item in chunk.inputs)
+        tables = builder.tables()
     if any(o.status == FAILED for o in outcomes):
         return ChunkResult(chunk.index, outcomes)
     by_name = tables.by_name()

@@ -1,4 +1,4 @@
-"""Storyline ⇄ the three Arrow tables of REFERENCE.md §4: ``runs``, ``steps``, ``tool_calls``.
+"""Storyline ⇄ the three Arrow tables of docs/store.md: ``runs``, ``steps``, ``tool_calls``.
 
 `split` turns validated Storylines into one Arrow table per Lance table; `rebuild` turns rows
 back into Storylines, checking the §4 invariants first and failing closed (`MapcError`) when
@@ -21,7 +21,9 @@ Order lives only in ``storage_ordinal``, ``turn_ordinal`` and ``call_index``; pr
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -31,10 +33,11 @@ import pyarrow.compute as pc
 
 from mapc.engine import storyline
 from mapc.engine.problems import MapcError, Problem
-from mapc.engine.serialize import canonical_storyline
+from mapc.engine.serialize import canonical_storyline, canonical_turn_part
 from mapc.engine.timestamp import TimestampError, timestamp_ns
 from mapc.engine.values import json_equal
 from mapc.engine.views import document_id, effective_kind
+from mapc.store.identity import is_session_id
 
 SCHEMA_VERSION: Final = "storyline/v1"
 
@@ -128,9 +131,24 @@ SCHEMAS: Final = {"runs": RUNS_SCHEMA, "steps": STEPS_SCHEMA, "tool_calls": TOOL
 """The three tables in write order, with their exact Arrow schemas."""
 
 
-def _json(value: Any) -> str | None:
-    """A JSON cell: compact text, or SQL NULL for an absent field."""
-    return None if value is None else orjson.dumps(value).decode()
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """The cyclic collector paused: splitting and rebuilding make millions of small acyclic containers
+    (parsed cells, rows, turns), and the collector would walk every live document again and again while
+    they are made: a third of `mapc export`'s time at 64 MB.  Nothing made here holds a cycle."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _json(value: Any) -> bytes | None:
+    """A JSON cell: compact text (its UTF-8 bytes, `_table` makes them a string column), or SQL NULL for
+    an absent field."""
+    return None if value is None else orjson.dumps(value)
 
 
 def results_by_call(observation: Any) -> dict[str, list[Any]]:
@@ -170,8 +188,15 @@ class Tables:
 
 def _table(schema: pa.Schema, rows: list[tuple[Any, ...]]) -> pa.Table:
     columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
-    arrays = [pa.array(col, type=field.type) for col, field in zip(columns, schema, strict=True)]
+    arrays = [_array(col, field) for col, field in zip(columns, schema, strict=True)]
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _array(values: Sequence[Any], field: pa.Field) -> pa.Array:
+    if field.name.endswith("_json"):
+        # orjson's bytes, never decoded into str objects: copied once into Arrow, checked as UTF-8 there.
+        return pa.array(values, type=pa.binary()).cast(field.type)
+    return pa.array(values, type=field.type)
 
 
 def split(docs: Iterable[dict[str, Any]], *, first_ordinal: int = 0) -> Tables:
@@ -180,9 +205,10 @@ def split(docs: Iterable[dict[str, Any]], *, first_ordinal: int = 0) -> Tables:
     Documents must have passed `storyline.check`; `split` does not validate again.
     """
     builder = Builder(first_ordinal)
-    for doc in docs:
-        builder.add(doc)
-    return builder.tables()
+    with paused_gc():
+        for doc in docs:
+            builder.add(doc)
+        return builder.tables()
 
 
 class Builder:
@@ -197,9 +223,10 @@ class Builder:
         self.steps: list[tuple[Any, ...]] = []
         self.calls: list[tuple[Any, ...]] = []
 
-    def add(self, doc: dict[str, Any]) -> None:
-        """The rows of one validated Storyline, with the next ``storage_ordinal``."""
-        _split_one(doc, self.next_ordinal, self.runs, self.steps, self.calls)
+    def add(self, doc: dict[str, Any], doc_id: str | None = None) -> None:
+        """The rows of one validated Storyline, with the next ``storage_ordinal`` (and `doc_id` as its
+        ``document_id``: store/identity.py; default `document_id` of the Storyline)."""
+        _split_one(doc, self.next_ordinal, self.runs, self.steps, self.calls, doc_id)
         self.next_ordinal += 1
 
     def mark(self) -> tuple[int, int, int, int]:
@@ -216,40 +243,10 @@ class Builder:
         )
 
 
-def _free(value: Any) -> str | None:
+def _free(value: Any) -> bytes | None:
     """A free JSON cell: compact, object keys sorted by orjson (what `canonical_storyline` gives free
     values, without building a sorted copy first); SQL NULL for an absent field."""
-    return None if value is None else orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
-
-
-_SHELL_AGENT: Final = {"id": "-"}
-
-
-def _owned_parts(turns: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
-    """Per turn, the canonical forms of its owned objects (``env``, ``prompt``, each call's ``response``), or
-    None for a turn with none: `canonical_storyline` of one document holding only them (the engine's
-    rules, not a copy of them), made once per document."""
-    out: list[dict[str, Any] | None] = [None] * len(turns)
-    where, minis = [], []
-    for i, turn in enumerate(turns):
-        t = turn.get
-        calls = t("tool_calls") or ()
-        responses = any(call.get("response") is not None for call in calls)
-        if t("env") is None and t("prompt") is None and not responses:
-            continue
-        mini: dict[str, Any] = {"id": 0, "src": "-", "msg": None}
-        for key in ("env", "prompt"):
-            if t(key) is not None:
-                mini[key] = t(key)
-        if responses:
-            mini["tool_calls"] = [{"tcid": "-", "fn": "-", "args": None, "response": c.get("response")} for c in calls]
-        where.append(i)
-        minis.append(mini)
-    if minis:
-        shell = {"schema_version": SCHEMA_VERSION, "session": "-", "agent": _SHELL_AGENT, "turns": minis}
-        for i, canonical in zip(where, canonical_storyline(shell)["turns"], strict=True):
-            out[i] = canonical
-    return out
+    return None if value is None else orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
 def _split_one(
@@ -258,11 +255,12 @@ def _split_one(
     runs: list[tuple[Any, ...]],
     steps: list[tuple[Any, ...]],
     calls: list[tuple[Any, ...]],
+    given_id: str | None = None,
 ) -> None:
     # The document's own fields in canonical form (small); the turns, most of the bytes, are read as
     # they are: their free JSON cells get sorted keys from orjson, their owned objects from the engine.
     doc = canonical_storyline({**raw, "turns": []})
-    doc_id = document_id(doc)
+    doc_id = given_id or document_id(doc)
     run_id = doc.get("run")
     session = doc["session"]
     agent = doc["agent"]
@@ -301,7 +299,8 @@ def _split_one(
     dumps = orjson.dumps
     sort = orjson.OPT_SORT_KEYS
     turns = raw["turns"]
-    for turn_ordinal, (turn, owned) in enumerate(zip(turns, _owned_parts(turns), strict=True)):
+    part = canonical_turn_part  # the owned objects (env, prompt, a call's response): the engine's canonical form
+    for turn_ordinal, turn in enumerate(turns):
         t = turn.get
         step_id = turn["id"]
         ts = t("ts")
@@ -319,7 +318,7 @@ def _split_one(
                 None if ts is None else timestamp_ns(ts),
                 _json(ts),
                 turn["src"],
-                dumps(turn["msg"], option=sort).decode(),
+                dumps(turn["msg"], option=sort),
                 t("reason"),
                 _free(t("effort")),
                 _free(t("metrics")),
@@ -332,15 +331,14 @@ def _split_one(
                 observation is not None,
                 _free(observation),
                 _free(t("extra")),
-                None if owned is None else _json(owned.get("env")),
+                _json(part("env", t("env"))),
                 _json(t("finished_at")),
-                None if owned is None else _json(owned.get("prompt")),
+                _json(part("prompt", t("prompt"))),
             )
         )
         if not tool_calls:
             continue
         results = results_by_call(observation)
-        responses = owned.get("tool_calls") if owned is not None else None
         for call_index, call in enumerate(tool_calls):
             c = call.get
             tcid = call["tcid"]
@@ -353,13 +351,13 @@ def _split_one(
                     call_index,
                     tcid,
                     call["fn"],
-                    dumps(call["args"], option=sort).decode(),
+                    dumps(call["args"], option=sort),
                     _free(c("result")),
-                    dumps(results.get(tcid, []), option=sort).decode(),
+                    dumps(results.get(tcid, []), option=sort),
                     c("duration_ms"),
                     _free(c("extra")),
                     c("kind"),
-                    None if responses is None else _json(responses[call_index].get("response")),
+                    _json(part("response", c("response"), call=True)),
                 )
             )
 
@@ -411,11 +409,15 @@ def _p(code: str, table: str, column: str, message: str, doc_id: str | None = No
 
 
 def _columns(table: pa.Table) -> dict[str, list[Any]]:
+    """Each column as Python values; a JSON cell as its UTF-8 bytes (what orjson parses without a copy:
+    a `str` would be decoded here and encoded again by the parser)."""
     out = {}
     for name in table.column_names:
         column = table.column(name)
         if pa.types.is_timestamp(column.type):
             column = column.cast(pa.int64())
+        elif name.endswith("_json") and pa.types.is_string(column.type):
+            column = column.cast(pa.binary())  # the same buffers, read as bytes
         out[name] = column.to_pylist()
     return out
 
@@ -455,7 +457,7 @@ class _Cells:
         self.table = table
         self.problems = problems
 
-    def parse(self, text: str | None, column: str, doc_id: str, **key: Any) -> Any:
+    def parse(self, text: bytes | None, column: str, doc_id: str, **key: Any) -> Any:
         if text is None:
             return None
         try:
@@ -484,13 +486,14 @@ def rebuild(runs: pa.Table, steps: pa.Table, tool_calls: pa.Table, *, validate: 
         problems.extend(schema_problems(name, table.schema))
     if problems:
         raise MapcError(problems)
-    docs = _rebuild_runs(_sorted(runs, ["storage_ordinal"]), problems)
-    _attach_steps(docs, _grouped(steps, ["document_id"], "turn_ordinal"), problems)
-    _attach_calls(docs, _grouped(tool_calls, ["document_id", "step_id"], "call_index"), problems)
-    if problems:
-        raise MapcError(problems)
-    out = [state.finish() for state in docs.values()]
-    return validated(out) if validate else out
+    with paused_gc():
+        docs = _rebuild_runs(_sorted(runs, ["storage_ordinal"]), problems)
+        _attach_steps(docs, _grouped(steps, ["document_id"], "turn_ordinal"), problems)
+        _attach_calls(docs, _grouped(tool_calls, ["document_id", "step_id"], "call_index"), problems)
+        if problems:
+            raise MapcError(problems)
+        out = [state.finish() for state in docs.values()]
+        return validated(out) if validate else out
 
 
 def validated(stories: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -594,8 +597,9 @@ def _rebuild_runs(runs: pa.Table, problems: list[Problem]) -> dict[str, _Doc]:
         _put(doc, "meta", v["meta_json"])
         _put(doc, "unknown_fields", v["unknown_fields_json"])
         _put(doc, "unknown_key_counts", v["unknown_key_counts_json"])
-        derived = doc_id if cols["trajectory_id_explicit"][i] else cols["session_id"][i]
-        if derived != doc_id:
+        explicit = cols["trajectory_id_explicit"][i]
+        if not explicit and not is_session_id(doc_id, cols["session_id"][i]):
+            derived = cols["session_id"][i]
             problems.append(
                 _p(
                     "store.document_id_mismatch",
@@ -863,7 +867,7 @@ def _attach_calls(docs: dict[str, _Doc], calls: pa.Table, problems: list[Problem
                 if value is not None:
                     call[name] = value
             derived = results.get(tcid, [])
-            if results_texts[i] != dumps(derived).decode():  # the same canonical text: the common case
+            if results_texts[i] != dumps(derived):  # the same canonical text: the common case
                 ckey = {"step_id": step_id, "call_index": indexes_all[i]}
                 _check_results(problems, results_texts[i], derived, doc_id, ckey)
             out.append(call)
@@ -885,8 +889,10 @@ def _attach_calls(docs: dict[str, _Doc], calls: pa.Table, problems: list[Problem
                 )
 
 
-def _check_results(problems: list[Problem], stored: str, derived: list[Any], doc_id: str, key: dict[str, Any]) -> None:
-    if stored == orjson.dumps(derived).decode():
+def _check_results(
+    problems: list[Problem], stored: bytes, derived: list[Any], doc_id: str, key: dict[str, Any]
+) -> None:
+    if stored == orjson.dumps(derived):
         return
     try:
         same = json_equal(orjson.loads(stored), derived)

@@ -1,6 +1,6 @@
 """Wire bodies → Storyline turns: a small generic projector driven by the tables in ``mappings/wire/``.
 
-RFC-0002 re-derives the conversation from the recorded HTTP bodies ("protocol re-parsing").  Each
+Projection re-derives the conversation from the recorded HTTP bodies ("protocol re-parsing").  Each
 protocol is a YAML table (``mappings/wire/NAME.yaml``): which request path and ``payload.protocol``
 hint recognise it, the pointers of the messages, model, system prompt and usage, the message role →
 Storyline ``src`` map, and which content block type becomes which Storyline field (``msg``,
@@ -33,7 +33,7 @@ import contextlib
 import importlib.resources
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -43,6 +43,12 @@ import yaml
 from mapc.engine import pointer
 from mapc.engine.problems import Problem
 from mapc.engine.values import MISSING
+
+
+@lru_cache(maxsize=4096)
+def _tokens(where: str) -> tuple[str, ...]:
+    """`pointer.parse`, remembered: the pointers come from the tables, a small set read again and again."""
+    return pointer.parse(where)
 
 
 @dataclass(frozen=True)
@@ -82,7 +88,7 @@ def at(document: Any, where: str | None) -> Any:
     if where is None:
         return MISSING
     node = document
-    for token in pointer.parse(where):
+    for token in _tokens(where):
         if type(node) is dict and token in node:
             node = node[token]
         elif type(node) is list and token.isdigit() and int(token) < len(node):
@@ -183,11 +189,13 @@ def content_block_events(events: list[Any]) -> dict[str, Any]:
     ``content_block_delta`` appends ``text_delta`` text, ``thinking_delta`` thinking,
     ``signature_delta`` signature and ``input_json_delta`` partial JSON (parsed once the block is
     complete; text that is not JSON is kept as a string); ``message_delta`` sets the stop reason
-    and merges usage; an ``error`` event is kept as ``error``.
+    and merges usage; an ``error`` event is kept as ``error``.  Any other event or delta (but
+    ``ping`` and the stops, which carry nothing) is kept whole in ``stream_unmapped``.
     """
     message: dict[str, Any] = {"content": []}
     blocks: dict[int, dict[str, Any]] = {}
     partial: dict[int, list[str]] = {}
+    leftover: list[Any] = []
     for event in events:
         if type(event) is not dict:
             continue
@@ -208,6 +216,8 @@ def content_block_events(events: list[Any]) -> dict[str, Any]:
                 key = {"text_delta": "text", "thinking_delta": "thinking", "signature_delta": "signature"}.get(kind)
                 if key is not None:
                     block[key] = str(block.get(key) or "") + str(delta.get(key, ""))
+                else:  # a delta type this assembly does not know (citations_delta, ...): kept, not dropped
+                    leftover.append(event)
         elif kind == "message_delta":
             delta = event.get("delta")
             if type(delta) is dict:
@@ -217,6 +227,10 @@ def content_block_events(events: list[Any]) -> dict[str, Any]:
                 message["usage"] = {**before, **event["usage"]}
         elif kind == "error":
             message["error"] = event.get("error")
+        elif kind not in ("ping", "content_block_stop", "message_stop"):  # events that carry nothing
+            leftover.append(event)
+    if leftover:
+        message["stream_unmapped"] = leftover
     for index, parts in partial.items():
         text = "".join(parts)
         try:
@@ -227,13 +241,19 @@ def content_block_events(events: list[Any]) -> dict[str, Any]:
     return message
 
 
+_CHAT_DELTA: Final = frozenset({"role", "content", "refusal", "reasoning_content", "tool_calls"})
+
+
 def choice_delta_chunks(chunks: list[Any]) -> dict[str, Any]:
     """The completion a stream of choice-delta chunks describes (the body a non-streamed call returns).
 
     Only choice ``index`` 0 is assembled (the first choice, what the projection reads); its
     ``delta.content``, ``delta.refusal`` and ``delta.reasoning_content`` texts are concatenated,
     ``delta.tool_calls`` are put together by their ``index`` (``id``, ``function.name`` and the
-    ``function.arguments`` fragments in order); ``finish_reason`` and a final ``usage`` chunk are kept.
+    ``function.arguments`` fragments in order); ``finish_reason`` and a final ``usage`` chunk are kept,
+    and the chunks' other keys (``id``, ``model``, ``created``, ...; not ``object``, which names the
+    chunk type), the last value given of each.  A choice with other delta or choice keys (``logprobs``)
+    is kept whole in ``stream_unmapped``.
     Chunks of other choices are kept whole in ``other_choices``.
     """
     body: dict[str, Any] = {}
@@ -241,12 +261,13 @@ def choice_delta_chunks(chunks: list[Any]) -> dict[str, Any]:
     calls: dict[int, dict[str, Any]] = {}
     finish = None
     others = []
+    leftover: list[Any] = []
     for chunk in chunks:
         if type(chunk) is not dict:
             continue
-        for key in ("id", "model", "created", "system_fingerprint", "service_tier"):
-            if chunk.get(key) is not None:
-                body[key] = chunk[key]
+        for key, value in chunk.items():  # id, model, created, system_fingerprint, ...: the last one given
+            if key not in ("choices", "object", "usage") and value is not None:
+                body[key] = value
         if type(chunk.get("usage")) is dict:
             body["usage"] = chunk["usage"]
         for choice in chunk.get("choices") if type(chunk.get("choices")) is list else []:
@@ -260,6 +281,9 @@ def choice_delta_chunks(chunks: list[Any]) -> dict[str, Any]:
             for key in ("content", "refusal", "reasoning_content"):
                 if type(delta.get(key)) is str:
                     message[key] = str(message.get(key) or "") + delta[key]
+            rest = {k: v for k, v in delta.items() if k not in _CHAT_DELTA and v is not None}
+            if rest or any(k not in ("index", "delta", "finish_reason") and v is not None for k, v in choice.items()):
+                leftover.append(choice)  # delta keys or choice keys (logprobs, ...) not assembled: kept
             for part in delta.get("tool_calls") if type(delta.get("tool_calls")) is list else []:
                 if type(part) is not dict:
                     continue
@@ -275,13 +299,22 @@ def choice_delta_chunks(chunks: list[Any]) -> dict[str, Any]:
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
     body["choices"] = [{"index": 0, "message": message, "finish_reason": finish}]
+    if leftover:
+        body["stream_unmapped"] = leftover
     if others:
         body["other_choices"] = others
     return body
 
 
 _RESPONSE_EVENTS: Final = frozenset(
-    {"response.created", "response.in_progress", "response.completed", "response.failed", "response.incomplete"}
+    {
+        "response.created",
+        "response.queued",
+        "response.in_progress",
+        "response.completed",
+        "response.failed",
+        "response.incomplete",
+    }
 )
 
 
@@ -297,10 +330,12 @@ def output_item_events(events: list[Any]) -> dict[str, Any]:
     all in stream order; a ``.done`` event (``output_text.done``, ``function_call_arguments.done``,
     ``output_item.done``, ...) carries the complete value and replaces what the deltas built.  The
     assembled items are the ``output`` (the terminal event's own ``output`` when no item event came).
-    An ``error`` event is kept as ``error``.
+    ``response.output_text.annotation.added`` appends to the part's annotations.  An ``error`` event
+    is kept as ``error``, any other event whole in ``stream_unmapped``.
     """
     response: dict[str, Any] = {}
     items: dict[int, dict[str, Any]] = {}
+    leftover: list[Any] = []
 
     def item_of(event: dict[str, Any]) -> dict[str, Any]:
         index = event.get("output_index") if type(event.get("output_index")) is int else len(items)
@@ -361,8 +396,15 @@ def output_item_events(events: list[Any]) -> dict[str, Any]:
             append(part_of(event, "summary", "summary_index", "summary_text"), "text", event.get("delta"))
         elif kind == "response.reasoning_summary_text.done" and type(event.get("text")) is str:
             part_of(event, "summary", "summary_index", "summary_text")["text"] = event["text"]
+        elif kind == "response.output_text.annotation.added" and "annotation" in event:
+            part = part_of(event, "content", "content_index", "output_text")
+            part["annotations"] = [*(part.get("annotations") or []), event["annotation"]]
         elif kind == "error":
             response["error"] = {k: v for k, v in event.items() if k not in ("type", "sequence_number")}
+        else:  # an event this assembly does not read (a hosted tool's progress, ...): kept, not dropped
+            leftover.append(event)
+    if leftover:
+        response["stream_unmapped"] = leftover
     if items or type(response.get("output")) is not list:
         response["output"] = [items[i] for i in sorted(items)]
     return response
@@ -461,6 +503,10 @@ class Message:
     blocks: list[dict[str, Any]]
     role: str | None = None
 
+    def silent(self) -> bool:
+        """Whether the message says nothing history matching compares (only reasoning, say)."""
+        return self.key() == orjson.dumps([self.src, []], option=orjson.OPT_SORT_KEYS)
+
     def key(self) -> bytes:
         """What history matching compares: src, texts, tool-call and tool-result ids (not reasoning)."""
         parts: list[list[Any]] = []
@@ -504,7 +550,7 @@ def read_block(block: Any, rule: dict[str, Any], kind_key: str = "type") -> dict
             with contextlib.suppress(orjson.JSONDecodeError):  # text that is not JSON stays a string
                 read[name] = orjson.loads(read[name])
     if type(block) is dict and "" not in names.values():  # keys the table does not read: kept, not dropped
-        residue = _residue(block, [pointer.parse(where) for where in names.values()] + [(kind_key,), ("type",)])
+        residue = _residue(block, [_tokens(where) for where in names.values()] + [(kind_key,), ("type",)])
         if residue is not MISSING:
             read["unmapped"] = {"type": block["type"], **residue} if "type" in block else residue
     if read["to"] in ("msg", "reason") and type(read.get("text")) is not str:
@@ -584,7 +630,7 @@ def read_message(message: Any, table: Table, *, src: str | None = None, exclude:
 
 def _top(where: str) -> str:
     """The first token of a pointer ("" for the whole document)."""
-    tokens = pointer.parse(where)
+    tokens = _tokens(where)
     return tokens[0] if tokens else ""
 
 
@@ -607,27 +653,60 @@ def read_item(item: Any, table: Table) -> Message:
     return Message(src, [block], role)
 
 
-def read_conversation(value: Any, table: Table) -> list[Message]:
+def read_conversation(
+    value: Any, table: Table, *, merge: bool = True, cache: dict[bytes, Message] | None = None
+) -> list[Message]:
     """The messages of a request's conversation value (the table's ``request.messages``).
 
     A string is one message of the role ``string_message`` names (when the table names one);
-    with an ``items`` section the list holds typed items, and consecutive items whose src is
-    ``items.merge`` are one message (the items of one response's output, resent as history).
+    with an ``items`` section the list holds typed items, one message each, which (with `merge`)
+    `merge_items` joins into the messages of each side.  `cache` (message JSON → `Message`) reads
+    each message once however often it is resent; the messages it returns are then shared, not
+    to be changed.
     """
+    value = conversation_list(value, table)
+    read = read_message if table.spec.get("items") is None else read_item
+    if cache is None:
+        units = [read(m, table) for m in value]
+    else:  # every request resends the history: each message is read once per conversation
+        units = []
+        for m in value:
+            try:
+                seen = orjson.dumps(m)
+            except TypeError:  # not JSON (a caller's own value): read, not remembered
+                units.append(read(m, table))
+                continue
+            if seen not in cache:
+                cache[seen] = read(m, table)
+            units.append(cache[seen])
+    if table.spec.get("items") is None:
+        return units
+    return [m for _, m in merge_items(units, value, table)] if merge else units
+
+
+def conversation_list(value: Any, table: Table) -> list[Any]:
+    """The conversation as a list: a string is one message of the role ``string_message`` names."""
     if type(value) is str and table.spec.get("string_message"):
-        value = [{"role": table.spec["string_message"], "content": value}]
-    if type(value) is not list:
-        return []
-    items = table.spec.get("items")
-    if items is None:
-        return [read_message(m, table) for m in value]
-    out: list[Message] = []
-    for item in value:
-        message = read_item(item, table)
-        if out and message.src == items.get("merge") and out[-1].src == message.src:
-            out[-1].blocks.extend(message.blocks)
+        return [{"role": table.spec["string_message"], "content": value}]
+    return value if type(value) is list else []
+
+
+def merge_items(units: list[Message], items: list[Any], table: Table) -> list[tuple[int, Message]]:
+    """Consecutive item messages whose src is ``items.merge`` joined into one (the items of one
+    response's output: reasoning, a message, function calls), except that a second message item
+    begins the next one (two responses in a row); each with the index of its first item."""
+    spec = table.spec["items"]
+    out: list[tuple[int, Message]] = []
+    spoke = False  # whether the message being merged already holds a message item
+    for n, (unit, item) in enumerate(zip(units, items, strict=True)):
+        kind = at(item, spec["type"])
+        is_message = kind is MISSING or (type(kind) is str and kind in spec.get("messages", ()))
+        if out and unit.src == spec.get("merge") and out[-1][1].src == unit.src and not (is_message and spoke):
+            out[-1][1].blocks.extend(unit.blocks)
+            spoke = spoke or is_message
             continue
-        out.append(message)
+        out.append((n, Message(unit.src, list(unit.blocks), unit.role)))
+        spoke = is_message
     return out
 
 
@@ -663,6 +742,9 @@ def _read_pointers(spec: dict[str, Any], body: Any) -> list[str]:
 
 
 def _same(a: Any, b: Any) -> bool:
+    """`a` is the constant `b` (of the same JSON type), or one of them when `b` is a list."""
+    if type(b) is list:
+        return any(_same(a, one) for one in b)
     return type(a) is type(b) and a == b
 
 
@@ -676,7 +758,7 @@ def response_residue(body: Any, request: Any, table: Table) -> Any:
     where = table.spec["response"]["message"]
     if type(body) is not dict or where == "":
         return MISSING
-    paths = [pointer.parse(w) for w in (where, *_read_pointers(table.spec, body), "/error")]
+    paths = [_tokens(w) for w in (where, *_read_pointers(table.spec, body), "/error")]
     rest = _residue(body, [p for p in paths if p])
     if type(rest) is dict and type(request) is dict:
         rest = {k: v for k, v in rest.items() if k not in request or request[k] != v} or MISSING
@@ -720,6 +802,7 @@ class Conversation:
     responses: dict[str, int] = field(default_factory=dict)  # response id → history length after it
     unanswered: dict[str, list[str]] = field(default_factory=dict)  # fn → tcids of id-less calls, oldest first
     derived: dict[str, int] = field(default_factory=dict)  # fn → id-less calls numbered so far
+    read_cache: dict[bytes, Message] = field(default_factory=dict)  # message JSON → as read (history resent)
 
     def add_call(self, call: Call) -> list[dict[str, Any]]:
         """Add one request/response pair: what is new in the request, then the response.
@@ -753,8 +836,14 @@ class Conversation:
     def _add_call(self, call: Call) -> None:
         spec = self.table.spec
         body = call.request_body
-        read: list[Message | None] = list(read_conversation(at(body, spec["request"]["messages"]), self.table))
-        keys = [m.key() for m in read if m is not None]
+        value = conversation_list(at(body, spec["request"]["messages"]), self.table)
+        units = read_conversation(value, self.table, merge=False, cache=self.read_cache)
+        # History is matched message by message, or for an item table item by item (two responses
+        # in a row resend as one run of items), skipping items that say nothing (reasoning a
+        # client may or may not resend).
+        keyed = [n for n, u in enumerate(units) if not (self._items and u.silent())]
+        keys = [units[n].key() for n in keyed]
+        positions: list[int | None] = list(keyed)
         shown = 0  # messages of the history the request continues without resending them
         previous = at(body, spec["request"].get("continues"))
         if type(previous) is str:
@@ -770,31 +859,47 @@ class Conversation:
                     )
                 )
             keys = self.history[:shown] + keys
-            read = [None] * shown + read
+            positions = [None] * shown + positions
         same = 0
         while same < min(len(keys), len(self.history)) and keys[same] == self.history[same]:
             same += 1
+        if same < len(positions):
+            start = positions[same] or 0
+        else:
+            matched = [p for p in positions if p is not None]
+            start = matched[-1] + 1 if matched else 0
         fork = same < len(self.history)
         if fork:
             self.problems.append(
                 Problem(
                     "events.history_fork",
                     f"{call.where or f'events[call_id={_q(call.call_id)}]'}"
-                    f"/payload/http/request_body{spec['request']['messages']}/{same - shown}",
-                    f"the request's history differs from what earlier calls showed at message {same - shown} "
+                    f"/payload/http/request_body{spec['request']['messages']}/{start}",
+                    f"the request's history differs from what earlier calls showed at message {start} "
                     f"(an edit or a fork); its messages from there on are added again, marked extra.history_fork",
                 )
             )
-        for index in range(same, len(read)):
-            message = read[index]
-            if message is not None:
-                self._add_message(message, call, index - shown, fork_at=same - shown if fork else None)
+        if self._items and self.turns and not fork:  # leading silent items were a response's, already projected
+            while start < len(units) and units[start].silent():
+                start += 1
+        new = units[start:]
+        groups = (
+            [(start + n, m) for n, m in merge_items(new, value[start:], self.table)]
+            if self._items
+            else [(start + n, m) for n, m in enumerate(new)]
+        )
+        for index, message in groups:
+            self._add_message(message, call, index, fork_at=start if fork else None)
         self.history = keys
         if call.response_body is not None:
             self._add_response(call)
             response_id = at(call.response_body, spec["response"].get("id"))
             if type(response_id) is str:
                 self.responses[response_id] = len(self.history)
+
+    @property
+    def _items(self) -> bool:
+        return self.table.spec.get("items") is not None
 
     def _add_message(self, message: Message, call: Call, index: int, *, fork_at: int | None) -> None:
         results = [b for b in message.blocks if b["to"] == "observation"]
@@ -872,8 +977,15 @@ class Conversation:
         self.turns.append(turn)
         failed = (type(call.status) is int and call.status >= 400) or "error" in turn["extra"]
         said = [b for b in message.blocks if b["to"] != "unmapped"]
-        if not (failed and not said):  # an error the client got no message from is not history
+        if failed and not said:  # an error the client got no message from is not history
+            return
+        if not self._items:
             self.history.append(message.key())
+            return
+        output = at(body, spec["response"]["message"])
+        for unit in read_conversation(output if type(output) is list else [], self.table, merge=False):
+            if not unit.silent():
+                self.history.append(Message("agent", unit.blocks).key())
 
     def _turn(
         self, src: str, blocks: list[dict[str, Any]], call: Call, seq: int | None, ts: str | None
@@ -938,7 +1050,7 @@ def usage(body: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     parent = pointers[0].rsplit("/", 1)[0] if pointers else None
     raw = at(body, parent) if parent else MISSING
     if type(raw) is dict:
-        rest = _without(raw, [pointer.parse(w[len(parent) :]) for w in pointers if w.startswith(f"{parent}/")])
+        rest = _without(raw, [_tokens(w[len(parent) :]) for w in pointers if w.startswith(f"{parent}/")])
         if rest:
             metrics["extra"] = rest
     return metrics or None
@@ -979,3 +1091,136 @@ class Call:
 
 def _q(value: Any) -> str:
     return orjson.dumps(value).decode()
+
+
+# --- writing (synthesis) ------------------------------------------------------------------------------
+
+
+def table_named(protocol: str) -> Table | None:
+    """The shipped table of `protocol` (its name or one of its hints), or None."""
+    for table in tables():
+        if protocol == table.protocol or protocol in table.hints:
+            return table
+    return None
+
+
+def set_at(document: dict[str, Any], where: str, value: Any) -> None:
+    """Write `value` at pointer `where` in `document`, making the objects (or list slots) on the way."""
+    tokens = _tokens(where)
+    node: Any = document
+    for n, token in enumerate(tokens):
+        last = n == len(tokens) - 1
+        if type(node) is list:
+            index = int(token)
+            while len(node) <= index:
+                node.append({})
+            if last:
+                node[index] = value
+            else:
+                node = node[index]
+            continue
+        if last:
+            node[token] = value
+        else:
+            node = node.setdefault(token, {})
+
+
+def without(document: Any, pointers: Any) -> Any:
+    """A copy of `document` without the values at `pointers` (a list of RFC 6901 pointers); others ignored."""
+    if type(pointers) is not list or not pointers:
+        return document
+    paths = [_tokens(p) for p in pointers if type(p) is str and p and pointer.is_valid(p)]
+    rest = _residue(document, paths)
+    return {} if rest is MISSING and type(document) is dict else rest
+
+
+def merge_into(target: dict[str, Any], extra: dict[str, Any]) -> None:
+    """Deep-merge `extra` into `target`: objects merged key by key, a value already there kept."""
+    for key, value in extra.items():
+        if key in target and type(target[key]) is dict and type(value) is dict:
+            merge_into(target[key], value)
+        elif key in target and type(target[key]) is list and type(value) is list:
+            for i, item in enumerate(value):
+                if i < len(target[key]) and type(target[key][i]) is dict and type(item) is dict:
+                    merge_into(target[key][i], item)
+        elif key not in target:
+            target[key] = value
+
+
+# --- the table as Markdown (`mapc spec table PROTOCOL`) ------------------------------------------------
+
+_PLACES: Final = {
+    "msg": {"text": "/turns/{t}/msg"},
+    "reason": {"text": "/turns/{t}/reason"},
+    "tool_call": {
+        "id": "/turns/{t}/tool_calls/{c}/tcid",
+        "fn": "/turns/{t}/tool_calls/{c}/fn",
+        "args": "/turns/{t}/tool_calls/{c}/args",
+    },
+    "observation": {
+        "id": "/turns/{t}/observation/results/{r}/source_call_id",
+        "content": "/turns/{t}/observation/results/{r}/content",
+        "error": "/turns/{t}/observation/results/{r}/is_error",
+        "name": "(matches the oldest open call of that name)",
+    },
+}
+
+
+def markdown(table: Table) -> str:
+    """The protocol table as Markdown: wire pointer | Storyline place, as `mapc spec table` prints a spec's."""
+    spec = table.spec
+    rows: list[tuple[str, str]] = []
+    request, response = spec["request"], spec["response"]
+    items = spec.get("items")
+    unit = "/{i}" if items is not None else "/{m}"
+    messages = f"request {request['messages']}{unit}"
+    rows.append((f"request {request['messages']}", "/turns (the messages not seen in earlier requests, each once)"))
+    if request.get("continues"):
+        rows.append((f"request {request['continues']}", "(the history is that response's: only the input is new)"))
+    for name in ("system", "tools"):
+        if request.get(name):
+            rows.append((f"request {request[name]}", f"/turns/{{t}}/extra/{name} (when it changes)"))
+    rows.append(("request (any other key)", "/turns/{t}/extra/params (when they change)"))
+    if request.get("model"):
+        rows.append((f"request {request['model']}", "/turns/{t}/model (when the response names none)"))
+    roles = ", ".join(f"{role} → {src}" for role, src in spec["roles"].items())
+    rows.append((f"{messages}{spec['message']['role']}", f"/turns/{{t}}/src ({roles})"))
+    content = f"{messages}{spec['message']['content']}"
+    kinds = f"the first of {spec['part_keys']} it holds" if spec.get("part_keys") else "/type"
+    for kind, rule in spec["blocks"].items():
+        for name, where in _reads(rule):
+            rows.append((f"{content}/{{b}}{where} ({kinds} = {kind})", _place(rule["to"], name)))
+    for field_rule in spec["message"].get("fields", ()):
+        for name, where in _reads(field_rule["rule"]):
+            each = "/{n}" if field_rule.get("each") else ""
+            rows.append((f"{messages}{field_rule['at']}{each}{where}", _place(field_rule["rule"]["to"], name)))
+    for role, rule in spec["message"].get("whole", {}).items():
+        for name, where in _reads(rule):
+            rows.append((f"{messages}{where} (role {role})", _place(rule["to"], name)))
+    if items is not None:
+        for kind, other in items.get("other", {}).items():
+            for name, where in _reads(other["rule"]):
+                rows.append((f"{messages}{where} ({items['type']} = {kind})", _place(other["rule"]["to"], name)))
+        rows.append((f"{messages} (any other {items['type']})", "/turns/{t}/extra/blocks (kept whole)"))
+    rows.append((f"response {response['message']}", "the agent turn, read as a message"))
+    for name, where in response.items():
+        if name == "message":
+            continue
+        rows.append((f"response {where}", "/turns/{t}/model" if name == "model" else f"/turns/{{t}}/extra/{name}"))
+    for name, where in spec.get("usage", {}).items():
+        rows.append((f"response {where}", f"/turns/{{t}}/metrics/{name}"))
+    for where, value in spec.get("constants", {}).items():
+        rows.append((f"response {where} = {orjson.dumps(value).decode()}", "(the protocol's constant: not carried)"))
+    rows.append(("(keys no row reads)", "/turns/{t}/extra/unmapped, extra/response_unmapped"))
+    stream = f"SSE responses: assembled by `{table.stream}`" if table.stream else "no SSE assembly"
+    lines = [f"{table.protocol} (paths {', '.join(table.paths)}; {stream})", "", "| wire | Storyline |", "|---|---|"]
+    lines += [f"| `{a}` | {b if b.startswith('(') else f'`{b}`' if ' ' not in b else b} |" for a, b in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _reads(rule: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(n, w) for n, w in rule.items() if n not in ("to", "parse", "join", "ids") and type(w) is str]
+
+
+def _place(to: str, name: str) -> str:
+    return _PLACES.get(to, {}).get(name) or f"/turns/{{t}}/extra/{to}"

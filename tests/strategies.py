@@ -374,7 +374,7 @@ ROOT_FIELDS: dict[str, st.SearchStrategy[Any]] = {
 
 @st.composite
 def storyline_documents(draw: st.DrawFn, max_turns: int = 3) -> dict[str, Any]:
-    """A valid ``storyline/v1`` document: schema-valid and semantically valid (REFERENCE §1.1).
+    """A valid ``storyline/v1`` document: schema-valid and semantically valid (docs/storyline.md).
 
     Every optional field is sometimes absent, sometimes null (where null means absent) and
     sometimes set; keys come in random order.  Turn ids are unique and in random order; tcids are

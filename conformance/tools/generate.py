@@ -90,7 +90,7 @@ STORY = {
     "turns": [{"id": 1, "src": "user", "msg": "hello"}],
 }
 
-# R-TS string timestamps: (text, accepted, why).  chrono 0.4.44 parse_from_rfc3339, REFERENCE §1.1.
+# R-TS string timestamps: (text, accepted, why).  chrono 0.4.44 parse_from_rfc3339, docs/storyline.md.
 TIMESTAMP_TEXTS: list[tuple[str, bool, str]] = [
     ("2026-01-01T00:00:00Z", True, "the plain form"),
     ("2026-01-01t00:00:00z", True, "lowercase t and z"),
@@ -438,7 +438,7 @@ ATIF = {
 
 
 def canonical(value: Any) -> bytes:
-    """REFERENCE §3 canonical JSON (this suite only uses strings, integers, null and booleans)."""
+    """docs/envelope.md canonical JSON (this suite only uses strings, integers, null and booleans)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode()
 
 
@@ -693,7 +693,7 @@ ACTF = {
 }
 
 # Owned ACTF objects: (name, tokens in the input, normalized prefix tokens).  The attempt key
-# "10" stays literal in counts; array positions of steps and tools become "*" (REFERENCE §3).
+# "10" stays literal in counts; array positions of steps and tools become "*" (docs/envelope.md).
 ACTF_LEVELS: list[tuple[str, tuple[Any, ...], tuple[str, ...]]] = [
     ("root", (), ()),
     ("attempt", ("attempts", "10"), ("attempts", "10")),
@@ -770,7 +770,7 @@ def actf_unknown_fields() -> list[dict]:
 
 # --- detection -----------------------------------------------------------------------------
 
-# Every path rule and content rule of REFERENCE §6 (and the AgenticMD content rule of §5), in
+# Every path rule and content rule of docs/formats.md, Detection (and the AgenticMD content rule of §5), in
 # their order, each with the documents it must and must not catch, and every tie-break: path
 # before content, content rule n before rule n+1, an array by its first element, JSONL by its
 # first non-empty line.  A case's `format` is the format whose rule it exercises; the runner

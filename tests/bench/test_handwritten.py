@@ -39,7 +39,7 @@ def _is_rfc3339(text: Any) -> bool:
 
 
 def atif_problems(doc: dict[str, Any]) -> list[str]:
-    """The REFERENCE.md §1.4 reject rules, as a reader would check them (one message per broken rule)."""
+    """The docs/formats.md (ATIF) reject rules, as a reader would check them (one message per broken rule)."""
     problems: list[str] = []
     if not (doc.get("session_id") or doc.get("trajectory_id")):
         problems.append("/: no non-empty session_id or trajectory_id")
@@ -86,7 +86,7 @@ def atif_problems(doc: dict[str, Any]) -> list[str]:
 
 
 def storyline_problems(doc: dict[str, Any]) -> list[str]:
-    """The RFC-0001 rules the generator must respect (identity, uniqueness, counts, prompts, times)."""
+    """The Storyline rules (docs/storyline.md) the generator respects (identity, uniqueness, counts, prompts, times)."""
     problems: list[str] = []
     if doc.get("schema_version") != "storyline/v1" or not doc.get("session") or not doc["agent"].get("id"):
         problems.append("/: schema_version, session or agent.id")
@@ -191,7 +191,7 @@ def test_fixtures_round_trip(path):
     assert atif_problems(doc) == []
     stories = orjson.loads(hw.forward_bytes(path.read_bytes()))
     back = hw.reverse(stories if type(stories) is list else [stories])
-    # The fixtures have no explicit nulls and no elapsed_ms/duration_ms, so nothing of §1.4's documented
+    # The fixtures have no explicit nulls and no elapsed_ms/duration_ms, so nothing of the ATIF section's documented
     # differences applies: the round trip is exact at the JSON data-model level.
     assert json_equal(back, doc)
 
@@ -279,7 +279,7 @@ def test_unknown_keys_are_captured_and_restored():
 
 def test_generated_atif_round_trips(small_atif):
     back = hw.reverse(orjson.loads(hw.forward_bytes(orjson.dumps(small_atif))))
-    # §1.4 export always writes session_id: a subagent that had only a trajectory_id gains one.
+    # ATIF export always writes session_id (docs/formats.md): a subagent that had only a trajectory_id gains one.
     expected = orjson.loads(orjson.dumps(small_atif))
     sub0_0 = expected["subagent_trajectories"][0]["subagent_trajectories"][0]
     sub1 = expected["subagent_trajectories"][1]

@@ -9,9 +9,15 @@ from conftest import FIXTURES
 
 import mapc
 from mapc.cli.main import cli
+from mapc.engine.envelope import ABSENT
 
 ATIF = FIXTURES / "atif" / "support-ticket.json"
 ACTF = FIXTURES / "actf" / "code-repair.actf.json"
+
+
+def _pointers(fields):
+    """The pointers an envelope source names: its values', and those its ABSENT note lists."""
+    return [p for p in fields if p != ABSENT] + list(fields.get(ABSENT, []))
 
 
 def test_a_conversion_that_is_not_exact_says_so_in_one_line(runner, tmp_path):
@@ -39,7 +45,7 @@ def test_report_writes_the_report_as_data(runner, tmp_path):
     _, expected = mapc.convert_reported("atif", "actf", ATIF)
     assert entry == orjson.loads(orjson.dumps(expected.at(str(ATIF)).as_dict()))
     envelope = orjson.loads(out.read_bytes())["_storyline"]["unknown_fields"]["by_trajectory"]
-    fields = {(c, p) for c, e in envelope.items() for b in e["sources"].values() for p in b["fields"]}
+    fields = {(c, p) for c, e in envelope.items() for b in e["sources"].values() for p in _pointers(b["fields"])}
     assert {(c["carrier"], c["pointer"]) for c in entry["carried"]} == fields
 
 
@@ -70,7 +76,7 @@ def test_no_envelope_writes_the_pure_target_and_reports_what_it_dropped(runner, 
     with_envelope = mapc.convert("actf", "atif", ACTF)
     carried = with_envelope["extra"]["_storyline"]["unknown_fields"]["by_trajectory"]
     assert {d["pointer"] for d in entry["dropped"]} == {
-        p for e in carried.values() for b in e["sources"].values() for p in b["fields"]
+        p for e in carried.values() for b in e["sources"].values() for p in _pointers(b["fields"])
     }
 
 
@@ -126,3 +132,24 @@ def test_a_streamed_jsonl_file_is_reported_as_one_file(runner, tmp_path):
     assert result.exit_code == 1
     assert "line 1: /: the conversion is not exact" in result.stderr and "line 2: " in result.stderr
     assert not out.exists()
+
+
+def test_export_is_assessed_as_a_conversion_is(runner, tmp_path):
+    root = tmp_path / "ds"
+    assert runner.invoke(cli, ["store", str(ATIF), "--to", str(root)]).exit_code == 0
+    same = runner.invoke(cli, ["export", str(root), "--to", "atif"])
+    assert same.exit_code == 0 and same.stderr == ""
+    report = tmp_path / "r.json"
+    out = tmp_path / "o.json"
+    result = runner.invoke(cli, ["export", str(root), "--to", "actf", "-o", str(out), "--report", str(report)])
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.startswith(f"warning: {root}: not exact (atif → actf)")
+    assert orjson.loads(report.read_bytes())["reports"][0]["carried"]
+    out.unlink()
+    refused = runner.invoke(cli, ["export", str(root), "--to", "actf", "-o", str(out), "--strict"])
+    assert refused.exit_code == 1 and "[convert.not_exact]" in refused.stderr and not out.exists()
+    bare = runner.invoke(cli, ["export", str(root), "--to", "actf", "--no-envelope"])
+    assert bare.exit_code == 0 and "_storyline" not in orjson.loads(bare.stdout)
+    rows = tmp_path / "rows.jsonl"
+    assert runner.invoke(cli, ["export", str(root), "--to", "openai-msg", "-o", str(rows)]).exit_code == 0
+    assert len(rows.read_bytes().splitlines()) > 1

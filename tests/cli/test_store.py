@@ -301,7 +301,7 @@ def test_help_examples_run_as_written(tmp_path, runner, monkeypatch):
             result = runner.invoke(cli, argv)
             assert result.exit_code == 0, f"{line}\n{result.output}"
             ran += 1
-    assert ran == 22
+    assert ran == 23
     assert json.loads((tmp_path / "events-atif.json").read_text())["schema_version"] == "ATIF-v1.7"
 
 

@@ -87,8 +87,10 @@ def test_skip_existing_into_a_new_dataset_and_ids_given_twice(tmp_path, runner):
     one = write(tmp_path / "a.json", story("s1"))
     result = runner.invoke(cli, ["store", one, "--to", str(root), "--skip-existing"])
     assert result.exit_code == 0 and "; 0 already stored, skipped" in result.stdout
-    twice = write(tmp_path / "b.json", [story("s2"), story("s2")])
-    result = runner.invoke(cli, ["store", twice, "--to", str(root), "--skip-existing"])
+    # two files naming one document (issue 15 §6: within one file, documents sharing a session are
+    # segments, named by their position; tests/store/test_identity.py)
+    first, second = write(tmp_path / "b.json", story("s2")), write(tmp_path / "c.json", story("s2"))
+    result = runner.invoke(cli, ["store", first, second, "--to", str(root), "--skip-existing"])
     assert result.exit_code == 1 and "is also the id of" in result.stderr  # within one job: still an error
 
 

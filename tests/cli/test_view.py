@@ -18,6 +18,7 @@ from conftest import FIXTURES
 import mapc
 from mapc.cli import view
 from mapc.cli.main import cli
+from mapc.engine import catalog
 
 ROOT = Path(__file__).resolve().parents[2]
 SUBAGENTS = ROOT / "tests" / "data" / "viewer" / "subagents.atif.json"
@@ -245,3 +246,18 @@ def test_the_header_names_the_files_format_and_the_origin(tmp_path, runner):
         == 0
     )
     assert page_data(out.read_text())["entries"][0]["stories"][0]["summary"]["format"] == "agenticmd (from actf)"
+
+
+def test_a_source_name_from_the_data_is_never_read_as_a_spec_file(tmp_path, monkeypatch):
+    """A residual's source names a format only if mapc ships it: a name that is a path to a spec on
+    disk is not loaded (the data would choose which file mapc reads and compiles)."""
+    spec = tmp_path / "atif.yaml"
+    spec.write_text(catalog.spec_text("atif"))
+    story = {"turns": [{"id": 1}], "unknown_fields": {"sources": {str(spec): {"fields": {"/steps/0/x": 1}}}}}
+    compiled = []
+    real = catalog.program
+    monkeypatch.setattr(catalog, "program", lambda name: compiled.append(name) or real(name))
+    assert view.placed_unknowns(story) == {"turns": {}, "doc": [[str(spec), "/steps/0/x", 1]]}
+    assert compiled == []
+    story["unknown_fields"]["sources"] = {"atif": {"fields": {"/steps/0/x": 1}}}
+    assert view.placed_unknowns(story) == {"turns": {"0": [["atif", "/steps/0/x", 1]]}, "doc": []}

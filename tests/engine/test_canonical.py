@@ -20,7 +20,7 @@ from mapc.engine.canonical import canonical_bytes, document_id, format_float
 
 FIXTURES = Path(__file__).parents[1] / "data" / "fixtures"
 
-# --- a straightforward reference encoder, written from REFERENCE.md §3 alone ------------------
+# --- a straightforward reference encoder, written from docs/envelope.md alone ------------------
 
 
 def _ref_string(text: str) -> str:
@@ -296,7 +296,7 @@ def test_values_that_are_not_json(value: Any, error: type[Exception]) -> None:
 
 # --- document_id ------------------------------------------------------------------------------------
 
-# REFERENCE.md §3; support-ticket.json is the `examples/data/atif/` one (not the onboard copy).
+# docs/envelope.md; support-ticket.json is the `examples/data/atif/` one (not the onboard copy).
 FIXTURE_IDS = {
     "dialogue_10.json": "16cb43b9c826b5d4f570a46367aafa8287aa7e357d92cb284067c974cc3aec75",
     "multimodal_18.json": "e8caa910523e7ec15bef0435d950b9e0681b5f99a477d12d53c7bb523b067922",

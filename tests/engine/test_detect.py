@@ -1,4 +1,4 @@
-"""engine/detect.py: path first, then content rules in the order of REFERENCE.md §6."""
+"""engine/detect.py: path first, then content rules in the order of docs/formats.md (Detection)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from mapc.engine.residual import (
     unknown_size,
 )
 
-# Count trees equivalent to the four sources of REFERENCE §3 (the shipped ones come from specs).
+# Count trees equivalent to the four sources of docs/envelope.md (the shipped ones come from specs).
 ATIF: dict[Any, Any] = {"steps": {ANY_INDEX: {"tool_calls": {ANY_INDEX: {}}}}}
 ATIF["subagent_trajectories"] = {ANY_INDEX: ATIF}  # the same rules, recursively
 ACTF = {

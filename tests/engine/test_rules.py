@@ -1,4 +1,4 @@
-"""engine/rules.py: the semantic storyline/v1 rules (REFERENCE.md §1.1), reported in one pass."""
+"""engine/rules.py: the semantic storyline/v1 rules (docs/storyline.md), reported in one pass."""
 
 import copy
 from typing import Any

@@ -15,7 +15,7 @@ from strategies import storyline_documents
 from mapc.engine.serialize import canonical_storyline, dumps, loads
 from mapc.engine.values import json_equal
 
-# Declaration orders, written out from REFERENCE.md §1.1 and RFC-0001 (not read from the module).
+# Declaration orders, written out from docs/storyline.md (not read from the module).
 ROOT = [
     "schema_version",
     "origin",

@@ -1,4 +1,4 @@
-"""engine/table.py: the printed ATIF table lists the same pointer rows as RFC-0008's table."""
+"""engine/table.py: the printed ATIF table lists the pointer rows of the format's published mapping table."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def _seed(number: str) -> str:
     return found[0].read_text(encoding="utf-8")
 
 
-# Rows mapc adds to RFC-0008, each a decision written down in docs/lossless.md: ATIF that mapc writes from
+# Rows mapc adds to that table, each a decision written down in docs/lossless.md: ATIF that mapc writes from
 # another format keeps latency and TTFT in `metrics.extra` (Harbor's Metrics forbids other keys), and reads
 # them back from there.
 MAPC_EXTENSIONS = {

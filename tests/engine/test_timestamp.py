@@ -1,4 +1,4 @@
-"""engine/timestamp.py: the R-TS timestamp rules (REFERENCE.md §1.1), checked example by example
+"""engine/timestamp.py: the R-TS timestamp rules (docs/storyline.md), checked example by example
 and, for the laws, against `datetime` and `Decimal` as independent oracles."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hypothesis strategies for ACTF v1.0 documents (REFERENCE.md §1.3) that mapc must accept.
+"""Hypothesis strategies for ACTF v1.0 documents (docs/formats.md, ACTF) that mapc must accept.
 
 Every document drawn here passes the 14 reject rules: a non-blank ``task_id`` and ``category``,
 ``solved_at`` null or a string, ``k ≥ attempts_tried == len(attempts) ≥ 1``, non-blank attempt
@@ -25,7 +25,7 @@ Left out, because mapc loses them today (each has its own minimal test in test_a
 ``tools`` (or ``tool_calls``) beside a non-empty other list; a tool ``type`` that is missing or
 null.
 
-`normalized` is the comparison the fidelity boundary allows (§1.3 "Fidelity": only the
+`normalized` is the comparison the fidelity boundary allows (docs/formats.md, ACTF "Fidelity": only the
 missing/null distinction of known fields may differ).
 """
 
@@ -38,7 +38,7 @@ from typing import Any
 from hypothesis import strategies as st
 from strategies import json_values, rfc3339_strings
 
-# Known keys per level (REFERENCE §1.3 "Unknown capture", plus the trajectory's `events`).
+# Known keys per level (the keys the format knows, plus the trajectory's `events`).
 ROOT_KEYS = frozenset(
     {"task_id", "correct", "attempts", "category", "k", "attempts_tried", "solved_at", "retry_count", "retry_counts"}
 )
@@ -79,7 +79,7 @@ TOOL_KEYS = frozenset(
 METRIC_KEYS = ("prompt_tokens_len", "completion_tokens_len", "llm_infer_ms", "env_action_ms", "stop_reason")
 OBSERVATION_KEYS = frozenset({"type"})
 
-# The ACTF data model's defaults (REFERENCE §1.3 "Parsing"): a known key that is missing, null or
+# The ACTF data model's defaults (docs/formats.md, ACTF "Defaults"): a known key that is missing, null or
 # this value reads the same.  Keys not listed default to null.
 ATTEMPT_DEFAULTS = {"status": "", "error": ""}
 STEP_DEFAULTS = {"system_prompt": "", "user_content": "", "tools": [], "observation": []}
@@ -377,7 +377,7 @@ def normalized(doc: Any) -> Any:
     """`doc` as the ACTF data model reads it, where only the missing/null distinction is lost.
 
     At every level, a known key whose value is null is dropped, and so is a known key holding the
-    value the model reads a missing one as (REFERENCE §1.3 "Parsing": ``status``/``error`` ``""``;
+    value the model reads a missing one as (docs/formats.md, ACTF "Defaults": ``status``/``error`` ``""``;
     ``system_prompt``/``user_content``/``content``/``reasoning_content`` ``""``; ``tools``/
     ``observation``/``tool_calls`` ``[]``; tool ``type``/``id`` ``""``).  A missing metric key is
     written null first (the five keys always exist in the model).  Unknown keys, their null values

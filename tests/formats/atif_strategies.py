@@ -1,4 +1,4 @@
-"""Hypothesis strategies for ATIF v1.7 trajectories (RFC-0008, REFERENCE.md §1.4) that mapc must accept.
+"""Hypothesis strategies for ATIF v1.7 trajectories (docs/formats.md, ATIF) that mapc must accept.
 
 Every document drawn here passes every ATIF reject rule: a non-empty identity at the root,
 non-empty trajectory ids unique in the whole tree (the root's included), non-empty agent name and
@@ -85,7 +85,7 @@ HOSTILE_UNKNOWN_KEYS = (
     "x-vendor",
     "键",
 )
-ENVELOPE_KEY = "_storyline"  # reserved at a document root (REFERENCE §2): never an unknown key
+ENVELOPE_KEY = "_storyline"  # reserved at a document root (docs/envelope.md): never an unknown key
 
 _ABSENT: Any = object()
 _JSON = json_values(4)
@@ -318,7 +318,7 @@ def atif_containers(max_size: int = 3) -> st.SearchStrategy[list[dict[str, Any]]
 def without_known_nulls(doc: Any) -> Any:
     """`doc` without explicit nulls of known optional fields, at every level of the tree.
 
-    RFC-0008's fidelity boundary: a known optional field that is null and one that is missing
+    The ATIF fidelity boundary: a known optional field that is null and one that is missing
     mean the same, so export never writes the null back.  Unknown keys keep their nulls.
     """
     out = _drop(doc, ROOT_OPTIONAL)

@@ -278,7 +278,7 @@ def harbor_documents(
     """A trajectory Harbor 0.26 accepts, subagents nested up to `max_depth`.
 
     Harbor reads a missing `schema_version` as ATIF-v1.8; mapc's default reading requires one
-    (REFERENCE §1.4): with `versioned`, every trajectory of the tree has one, so mapc converts it."""
+    (docs/formats.md (ATIF)): with `versioned`, every trajectory of the tree has one, so mapc converts it."""
     return _documents(prefix, max_depth, versioned)
 
 

@@ -1,15 +1,15 @@
-"""The ACTF v1.0 mapping (mappings/actf.yaml) against REFERENCE.md §1.3, §2, §3 and issue 4.
+"""The ACTF v1.0 mapping (mappings/actf.yaml) against docs/formats.md (ACTF), docs/envelope.md and issue 4.
 
 1. laws over the fixtures and generated documents: GetPut, PutGet, valid output;
-2. one test per row of §1.3 "Mapping ACTF → Storyline";
+2. one test per mapping rule (docs/formats.md, ACTF);
 3. the reverse: fan-in of attempts, the synthesized export of a Storyline that never was ACTF;
-4. the 14 reject rules of §1.3 "Validation", with code and pointer;
+4. every reject rule of docs/formats.md (ACTF: what reading refuses), with code and pointer;
 5. containers and the ``_storyline`` envelope (carriers ``/attempts/{a}``);
 6. edges the laws found, kept as minimal regression tests;
 7. gaps: minimal tests of what mapc loses or rejects against REFERENCE (they fail until fixed).
 
-Attempt order: issue 4 asks for the order the file lists the attempts; REFERENCE §1.3 describes the
-reference's string-sorted order (``"10"`` < ``"2"``).  mapc follows the issue, and so do these tests.
+Attempt order: issue 4 asks for the order the file lists the attempts; the reference sorts the keys as
+strings (``"10"`` < ``"2"``).  mapc follows the issue (docs/formats.md, ACTF), and so do these tests.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def step(step_id: int = 1, **fields: Any) -> dict[str, Any]:
 
 
 def attempt(*steps: dict[str, Any], **fields: Any) -> dict[str, Any]:
-    """An attempt with every key ACTF writes (REFERENCE §1.3 "Parsing"), so it round-trips exactly."""
+    """An attempt with every key ACTF writes (docs/formats.md, ACTF "Defaults"), so it round-trips exactly."""
     out: dict[str, Any] = {
         "correct": False,
         "final_answer": None,
@@ -232,7 +232,7 @@ def test_code_repair_fixture_single_tool_duration() -> None:
 
 
 # Generated documents may hold known keys that are null, missing, or the ACTF model's default
-# ("" / []); the fidelity boundary (REFERENCE §1.3 "Fidelity") lets those come back in another of
+# ("" / []); the fidelity boundary (docs/formats.md, ACTF "Fidelity") lets those come back in another of
 # these spellings, so GetPut compares `normalized` values: at every level, a known key that is null
 # or holds the model's default is dropped on both sides, a missing metric key is null; unknown keys
 # (their nulls too) and every other value are compared exactly.  PutGet is exact.
@@ -800,7 +800,7 @@ def test_observation_keys_are_never_unknown() -> None:
 
 
 def test_counts_wildcard_steps_but_keep_the_attempt_key_literal() -> None:
-    # REFERENCE §3: /attempts/7/trajectory/steps/*/vendor — the attempt key is not an array index.
+    # docs/envelope.md: /attempts/7/trajectory/steps/*/vendor — the attempt key is not an array index.
     steps = [step(1, vendor=1), with_tools([tool_use("a", v=1), tool_use("b", v=2)], "both", step_id=2, vendor=2)]
     doc = actf({"7": attempt(*steps), "8": attempt(step(1, vendor=3))}, k=2)
     seven, eight = forward(doc)
@@ -893,7 +893,7 @@ def test_mixed_provenance_is_rejected() -> None:
 
 
 def test_attempts_with_and_without_residuals_are_one_provenance() -> None:
-    # REFERENCE §1.3 read literally ("a mix of stories with and without actf residuals → error")
+    # the reference read literally ("a mix of stories with and without actf residuals → error")
     # would refuse to export this valid document's own Storylines; every one has origin actf.
     doc = actf({"1": attempt(own=1), "2": attempt()}, k=2)
     stories = forward(doc)
@@ -929,7 +929,7 @@ def test_storylines_without_run_group_by_session() -> None:
     assert [(d["task_id"], list(d["attempts"])) for d in out] == [("a", ["1"]), ("b", ["1"])]
 
 
-# --- the synthesized export (REFERENCE §1.3 "Export") -----------------------------------------
+# --- the synthesized export (docs/formats.md, ACTF "Export") -----------------------------------------
 
 
 def _export(**fields: Any) -> dict[str, Any]:
@@ -1357,7 +1357,7 @@ REJECTS: list[tuple[str, Any, list[tuple[str, str]]]] = [
         actf({"1": attempt(with_tools([tool_use("a")]), step(2, observation=[{"id": "a"}]))}),
         [("check.unknown_tool_reference", "/attempts/1/trajectory/steps/1/observation/0/id")],
     ),
-    # 14. timestamps are RFC 3339 (§1.1) at conversion
+    # 14. timestamps are RFC 3339 (docs/storyline.md, R-TS) at conversion
     (
         "14 trajectory started_at without offset",
         _doc(lambda d: _traj(d).update(started_at="2026-08-01 10:00:00")),
@@ -1442,7 +1442,7 @@ def test_same_tool_id_in_two_steps_makes_an_invalid_storyline() -> None:
 
 
 def test_tool_without_any_fn_candidate_makes_an_invalid_storyline() -> None:
-    # fn = name → function.name → type; all empty fails Storyline validation (§1.3 "fn").
+    # fn = name → function.name → type; all empty fails Storyline validation (docs/formats.md, ACTF "Fields").
     doc = one_step(with_tools([{"type": "", "id": "a", "input": 1}]))
     assert [code for code, _ in problems(doc)] in (["schema.required"], ["schema.minLength"])
 
@@ -1493,7 +1493,7 @@ def test_envelope_must_not_carry_actf() -> None:
 
 
 def test_empty_solved_at_comes_back() -> None:
-    # §1.3: solved_at is any string (rule 3 only rejects non-strings), "" included.
+    # docs/formats.md (ACTF): solved_at is any string (only a non-string is refused), "" included.
     doc = actf(solved_at="")
     assert roundtrip(doc)["solved_at"] == ""
 
@@ -1548,7 +1548,7 @@ def test_command_beside_other_arguments_comes_back(tool: dict[str, Any]) -> None
     ids=["non-string status", "non-string name", "non-string function.name"],
 )
 def test_non_string_tool_fields_do_not_reject(tool: dict[str, Any], fn: str, response: Any) -> None:
-    # Tool keys other than type/id are opaque (§1.3); response.status takes a non-empty *string*
+    # Tool keys other than type/id are opaque (docs/formats.md, ACTF); response.status takes a non-empty *string*
     # status, fn a non-empty *string* name / function.name.
     doc = one_step(with_tools([tool]))
     call = one_turn(with_tools([tool]))["tool_calls"][0]
@@ -1558,14 +1558,14 @@ def test_non_string_tool_fields_do_not_reject(tool: dict[str, Any], fn: str, res
 
 
 def test_source_call_id_falls_back_to_id_when_tool_use_id_is_not_a_string() -> None:
-    # §1.3: source_call_id = tool_use_id (or id) when it is a string, as rule 12 reads it.
+    # docs/formats.md (ACTF "Tool ids"): source_call_id = tool_use_id (or id) when it is a string.
     st = with_tools([TU], observation=[{"tool_use_id": 5, "id": "call-1"}])
     assert one_turn(st)["observation"]["results"][0].get("source_call_id") == "call-1"
     assert_round_trip(one_step(st))
 
 
 def test_synthesized_tool_with_null_args_keeps_them() -> None:
-    # §1.3 "Export": a tool that is not a command_execution gets name and input; with args null,
+    # docs/formats.md (ACTF "Export"): a tool that is not a command_execution gets name and input; with args null,
     # `input: null`, or re-import would read args {"name": "f"}.
     story = storyline_doc(turns=[turn(tool_calls=[{"tcid": "c", "fn": "f", "args": None}])])
     (again,) = forward(reverse([story]))
@@ -1585,7 +1585,7 @@ def test_tool_in_both_lists_keeps_its_kept_values_in_both(tool: dict[str, Any]) 
 
 
 def test_empty_tools_beside_missing_tool_calls_is_not_a_residual() -> None:
-    # `tools: []` with no `assistant_content.tool_calls`: both read as [] (§1.3), so nothing is
+    # `tools: []` with no `assistant_content.tool_calls`: both read as [] (docs/formats.md, ACTF), so nothing is
     # kept (a residual would count a known key as unknown, and vanish on a second import).
     doc = one_step(step(tools=[], assistant_content={"content": "c"}))
     stories = forward(doc)
@@ -1602,7 +1602,7 @@ def test_null_input_comes_back() -> None:
 
 
 def test_openclaw_event_array_trajectory_is_accepted() -> None:
-    # §1.3 "Parsing": a trajectory may be a bare array of OpenClaw events; started_at/finished_at
+    # docs/formats.md (ACTF): a trajectory may be a bare array of OpenClaw events; started_at/finished_at
     # are the first and last event timestamps.  Lossy: the events themselves are not kept.
     events = [
         {"type": "message", "timestamp": "2026-08-01T10:00:00Z", "message": {"role": "user", "content": "hi"}},
@@ -1649,7 +1649,7 @@ EXPORT_DEFAULTS = {"ground_truth": "", "artifacts": {}, "extra": {}, "meta": {}}
 @pytest.mark.parametrize("value", ["missing", None], ids=["missing", "null"])
 @pytest.mark.parametrize("key", sorted(EXPORT_DEFAULTS))
 def test_a_missing_attempt_field_comes_back_as_its_export_default(key: str, value: Any) -> None:
-    # Decided: a missing or null ground_truth/artifacts/extra/meta comes back as the §1.3 export
+    # Decided: a missing or null ground_truth/artifacts/extra/meta comes back as the ACTF export (docs/formats.md)
     # default ("" or {}), inside the fidelity boundary (the missing/null distinction of known
     # fields is not kept).  The other way (keeping "" or {} as residuals so that missing could
     # come back missing) would put known keys into unknown_fields for nearly every ACTF file.
@@ -1667,7 +1667,7 @@ def test_a_missing_attempt_field_comes_back_as_its_export_default(key: str, valu
 @pytest.mark.parametrize("filled", ["tools", "tool_calls"])
 def test_a_missing_tool_list_comes_back_as_a_copy_of_the_other(filled: str, absent: Any) -> None:
     # Decided: ACTF keeps the tools twice (tools and assistant_content.tool_calls); a missing or
-    # null list reads as [] (§1.3 Parsing) and the export writes both lists, so it comes back as a
+    # null list reads as [] (docs/formats.md, ACTF "Defaults") and the export writes both lists, so it comes back as a
     # copy of the filled one (missing/null of a known field: inside the fidelity boundary).
     st = with_tools([TU], filled)
     other = ("assistant_content", "tool_calls") if filled == "tools" else ("tools",)
@@ -1683,7 +1683,7 @@ def test_a_missing_tool_list_comes_back_as_a_copy_of_the_other(filled: str, abse
 
 @pytest.mark.parametrize("type_", ["missing", None], ids=["missing", "null"])
 def test_gap_tool_without_type_gets_no_type(type_: Any) -> None:
-    # §1.3 "Parsing": a tool's type reads null → "".  The reverse invents "tool_use", and the
+    # docs/formats.md (ACTF "Defaults"): a tool's type reads null → "".  The reverse invents "tool_use", and the
     # re-imported Storyline gains kind "tool_use" (PutGet breaks too).
     tool = {"id": "a", "name": "f", "input": 1}
     if type_ is None:
@@ -1694,7 +1694,7 @@ def test_gap_tool_without_type_gets_no_type(type_: Any) -> None:
 
 
 def test_openclaw_user_messages_become_the_next_steps_user_content() -> None:
-    # Decided (REFERENCE §1.3 calls this path lossy): the event log is rewritten into canonical
+    # Decided (docs/formats.md, ACTF, calls this path lossy): the event log is rewritten into canonical
     # ACTF steps, which are agent steps, so a user message is the next step's user_content (the
     # Storyline prompt), not a turn of its own.
     events = [
@@ -1709,7 +1709,7 @@ def test_openclaw_user_messages_become_the_next_steps_user_content() -> None:
 def test_gap_a_residual_is_not_stored_inside_another() -> None:
     # A tool's `function` is kept whole (/…/tools/0/function), and its `name` and `arguments` are
     # kept again below it (/…/function/name, /…/function/arguments): the same values twice, and
-    # unknown_key_counts (REFERENCE §3) count three keys where §1.3 knows `function` (none).
+    # unknown_key_counts (docs/envelope.md) count three keys where the format knows `function` (none).
     tool = {"type": "function", "id": "a", "function": {"name": "f", "arguments": "{}"}}
     (story,) = forward(one_step(with_tools([tool], "both")))
     stored = sorted(fields_of(story))
@@ -1718,7 +1718,7 @@ def test_gap_a_residual_is_not_stored_inside_another() -> None:
 
 
 def test_a_metric_with_missing_known_keys_is_kept_whole_and_comes_back_exactly() -> None:
-    # Decided: the Storyline metrics hold all five keys (missing ones null, §1.3); the reverse
+    # Decided: the Storyline metrics hold all five keys (missing ones null, docs/formats.md ACTF); the reverse
     # would give them back as nulls, so the partial `metric` is kept as a residual and the round
     # trip returns it exactly (unknown_key_counts then name /…/steps/*/metric).
     doc = one_step(step(metric={"llm_infer_ms": 3}))

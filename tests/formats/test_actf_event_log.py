@@ -1,4 +1,4 @@
-"""The OpenClaw event-log variant of an ACTF trajectory (REFERENCE.md §1.3): accepted, lossy."""
+"""The OpenClaw event-log variant of an ACTF trajectory (docs/formats.md, ACTF): accepted, lossy."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""AgenticMD (mappings/agenticmd.py) against REFERENCE.md §5 and §3.
+"""AgenticMD (mappings/agenticmd.py) against docs/formats.md (AgenticMD) and docs/envelope.md.
 
 1. laws: decode(encode(s)) == s for generated Storylines (hostile bodies and keys), the shipped
    fixtures through the hub, and native residuals written back where they were read;
@@ -504,7 +504,7 @@ def test_an_empty_own_source_is_kept_as_it_is():
     assert json_equal(decode(encode(doc)), doc)
 
 
-# --- 6. detection (REFERENCE.md §6) --------------------------------------------------------------------
+# --- 6. detection (docs/formats.md, Detection) --------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

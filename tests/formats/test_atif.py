@@ -1,7 +1,7 @@
-"""The ATIF v1.7 mapping (mappings/atif.yaml) against RFC-0008 and REFERENCE.md §1.4, §2, §3.
+"""The ATIF v1.7 mapping (mappings/atif.yaml) against docs/formats.md (ATIF) and docs/envelope.md.
 
 1. laws over the real fixtures and generated trajectories: GetPut, PutGet, valid output;
-2. one test per row of RFC-0008's mapping table, and the rules beside it;
+2. one test per row of the ATIF pointer table (mappings/atif.yaml, docs/formats.md), and the rules beside it;
 3. the reverse direction: write-backs, defaults, the subagent tree;
 4. every reject rule, with its error code and the pointer of the offending value;
 5. file containers: arrays and JSONL;
@@ -136,7 +136,7 @@ def test_fixture_put_get(path: Path) -> None:
 
 @pytest.mark.parametrize("path", ATIF_FIXTURES, ids=FIXTURE_IDS)
 def test_fixture_has_no_unknown_fields(path: Path) -> None:
-    # REFERENCE §3: the fixtures hold no key outside the ATIF model, so nothing is residual.
+    # docs/envelope.md: the fixtures hold no key outside the ATIF model, so nothing is residual.
     for story in into_storyline("atif", path.read_bytes()):
         assert "unknown_fields" not in story
         assert "unknown_key_counts" not in story
@@ -435,7 +435,7 @@ def test_timings_beyond_i64_do_not_reject_a_valid_trajectory(metrics: dict[str, 
 
 
 def test_tool_duration_beyond_i64_is_not_promoted() -> None:
-    # REFERENCE §1.4: `duration_ms` = `extra.duration_ms` only if it is an i64.
+    # docs/formats.md (ATIF): `duration_ms` = `extra.duration_ms` only if it is an i64.
     turn = one_turn(step(tool_calls=[call(extra={"duration_ms": 2**63})]))
     assert "duration_ms" not in turn["tool_calls"][0]
     assert turn["tool_calls"][0]["extra"] == {"duration_ms": 2**63}
@@ -481,7 +481,7 @@ def test_root_session_choice(fields: dict[str, Any], session: str) -> None:
 
 
 def test_child_session_is_own_session_id_then_own_trajectory_id() -> None:
-    # Decision 3 of REFERENCE.md: RFC order session_id → trajectory_id → parent's session (not
+    # docs/formats.md (ATIF): the format's order session_id → trajectory_id → parent's session (not
     # the reference code's "parent's session before own trajectory_id").  A child must have a
     # non-empty trajectory_id (reject rule 2), so the parent's session is never reached.
     stories = forward(atif(session_id="root-s", subagent_trajectories=[child("c1"), child("c2", session_id="own")]))
@@ -568,7 +568,7 @@ def test_source_document_id_is_the_blake3_of_the_input_document() -> None:
 
 
 def test_dialogue_10_document_id_matches_the_reference_hash() -> None:
-    expected = "16cb43b9c826b5d4f570a46367aafa8287aa7e357d92cb284067c974cc3aec75"  # REFERENCE §3
+    expected = "16cb43b9c826b5d4f570a46367aafa8287aa7e357d92cb284067c974cc3aec75"  # docs/envelope.md
     assert canonical.document_id(fixture("dialogue_10")) == expected
 
 
@@ -810,7 +810,7 @@ def test_export_fields_of_a_turn() -> None:
     ids=["array", "object without results", "results not an array", "string"],
 )
 def test_observation_that_is_not_atif_shaped_is_an_export_error(observation: Any) -> None:
-    # REFERENCE §1.4 export: "observation must decode as {results:[…], …}, else error" — never
+    # the reference's ATIF export: "observation must decode as {results:[…], …}, else error" — never
     # silently dropped, and never written as something ATIF import rejects.
     turn = {"id": 1, "src": "agent", "msg": "m", "observation": observation}
     with pytest.raises(MapcError):
@@ -1258,7 +1258,7 @@ def test_no_envelope_without_foreign_fields() -> None:
 
 
 def test_multi_root_export_with_foreign_fields_writes_one_envelope_per_element() -> None:
-    # Decision 3 of REFERENCE.md: unlike the reference, this must work.
+    # mapc's decision (docs/formats.md, ATIF): unlike the reference, this must work.
     stories = [
         with_residuals(storyline_doc(session="a"), vendor={"/x": 1}),
         with_residuals(storyline_doc(session="b"), vendor={"/y": 2}),

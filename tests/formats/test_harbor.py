@@ -214,3 +214,20 @@ def test_continuation_segments_sharing_a_session_convert_and_stay_harbor_valid(s
     for doc in as_list(out):
         assert harbor_valid(doc) == []
     assert [plain(d) for d in as_list(out)] == [plain(mapc.convert("atif", "atif", orjson.dumps(s))) for s in segments]
+
+
+# --- Claude Code sessions (issue 18) --------------------------------------------------------------
+
+
+def test_harbor_accepted_the_atif_of_the_real_claude_code_session_and_mapc_still_writes_it() -> None:
+    from mapc.engine import convert
+
+    rows = {r["name"]: r for r in recorded() if r["name"].startswith("mapc/claude-code/")}
+    assert len(rows) >= 15 and all(r["valid"] for r in rows.values())
+    folder = FIXTURES / "claude-code"
+    session = folder / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+    companions = [(p.relative_to(folder).as_posix(), p.read_bytes()) for p in sorted(folder.rglob("agent-*.jsonl"))]
+    stories = convert.into_storyline_with("claude-code", session.read_bytes(), companions, path=session.name)
+    doc = plain(mapc.from_storyline("atif", stories))
+    assert doc == rows[f"mapc/claude-code/{session.name}"]["doc"]  # the document Harbor judged is today's
+    assert len(doc["subagent_trajectories"]) == 2 and harbor_valid(doc) == []

@@ -1,14 +1,14 @@
-"""Conversion through the hub between every two formats (REFERENCE.md §1.6 and §2).
+"""Conversion through the hub between every two formats (docs/formats.md, "Hops between formats"; docs/envelope.md).
 
 The laws, for every directed pair A → B:
 - A → B → A gives back A's own round trip (A → Storyline → A) at the JSON data-model level, for
   A with a document of its own (atif, actf, openai-msg): what B cannot say rides in B's
   `_storyline` envelope as residuals of A (engine/provenance.py).  Where B's own reading of what
   it wrote is lossy (ACTF turns a list message into text), B's residuals are B's unknown fields
-  and travel on in A's envelope, as every foreign source does (REFERENCE.md §2): the law holds
+  and travel on in A's envelope, as every foreign source does (docs/envelope.md): the law holds
   for the document, `_storyline` entries of source B aside;
 - A → B → Storyline keeps what B can say: the session, and per turn the message, the tool calls
-  (tcid, fn, args) and the observation results — and B's own readings of §1.6;
+  (tcid, fn, args) and the observation results — and B's own readings (docs/formats.md, "Hops between formats");
 - a pair B cannot represent fails with a clear error, never a partial document.
 """
 
@@ -181,7 +181,7 @@ def test_generated_openai_corpora_survive_every_hop(pair: Any, b: str) -> None:
     assert without_source(back, b) == direct == canonical
 
 
-# --- the target-specific readings of §1.6 ----------------------------------------------------------
+# --- the target-specific readings (docs/formats.md, hops) -------------------------------------------------------
 
 
 def _story(a: str, b: str, doc: Any) -> dict[str, Any]:
@@ -321,7 +321,7 @@ def test_atif_to_openai_reads_as_openai() -> None:
 
 @pytest.mark.parametrize(("path", "b"), PAIRS, ids=PAIR_IDS)
 def test_a_storyline_through_b_reads_as_b_and_exactly_through_its_own_format(path: Path, b: str) -> None:
-    """Storyline → B → Storyline is B's reading of it (§1.6 makes B's readings part of the result);
+    """Storyline → B → Storyline is B's reading of it (B's readings are part of the result: docs/formats.md);
     through the format it came from, it is the Storyline itself; the Markdown view says all of it."""
     stories = mapc.into_storyline(fmt_of(path), path.read_bytes(), path=path.name)
     if (path.name, b) in UNREPRESENTABLE or b == "storyline":
@@ -383,5 +383,5 @@ def test_a_subagent_tree_comes_back_whole_from_a_format_without_trees(b: str) ->
     assert direct == SUBAGENT_TREE
     assert without_source(back, b) == SUBAGENT_TREE
     assert len(hopped) == 4
-    if b == "actf":  # B's own reading stays B's (REFERENCE §1.6): the envelope is for the way back
+    if b == "actf":  # B's own reading stays B's (docs/lossless.md, decision 4): the envelope is for the way back
         assert {s["agent"]["name"] for s in hopped} == {"ACTF Agent"}

@@ -1,4 +1,4 @@
-"""OpenAI Messages ↔ Storyline (REFERENCE.md §1.5): one test per rule, the laws, the fixtures."""
+"""OpenAI Messages ↔ Storyline (docs/formats.md, OpenAI Messages): one test per rule, the laws, the fixtures."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Residual limits (REFERENCE.md §3): `mapc --max-unknown-fields N` / `--max-unknown-bytes N`."""
+"""Residual limits (docs/envelope.md): `mapc --max-unknown-fields N` / `--max-unknown-bytes N`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""store/events.py: EventRecord checks, events.lance rows, the §1.2 projection and the degraded synthesis."""
+"""store/events.py: EventRecord checks, events.lance rows, projection, degraded synthesis (docs/formats.md)."""
 
 from __future__ import annotations
 
@@ -166,7 +166,7 @@ def test_a_column_that_disagrees_with_payload_json_fails_closed(tmp_path, column
     ]
 
 
-# --- projection, one test per §1.2 rule ----------------------------------------------------------------
+# --- projection, one test per rule (docs/formats.md, Events) ------------------------------------------
 
 
 def test_rule_session_is_the_last_non_empty_of_session_storyline_run():

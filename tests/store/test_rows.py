@@ -23,7 +23,9 @@ FIXTURE_FILES = sorted(
     for fmt in FIXTURES.iterdir()
     if fmt.is_dir() and fmt.name in convert.formats()
     for path in sorted(fmt.iterdir())
-    if not path.name.startswith("legacy-")  # a file mapc must refuse (tests/formats/test_agenticmd.py)
+    # legacy-*: a file mapc must refuse (tests/formats/test_agenticmd.py); a directory (a Claude Code
+    # session's subagents) is read with the session file beside it, not alone
+    if not path.name.startswith("legacy-") and path.is_file()
 )
 
 

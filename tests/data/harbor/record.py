@@ -1,6 +1,6 @@
 """Record Harbor's verdict on a corpus of ATIF documents (tests read only the recorded verdicts).
 
-    .venv/bin/python tests/data/harbor/record.py [--python /path/to/python3.12] [--venv DIR]
+    .venv/bin/python tests/data/harbor/record.py [--python /path/to/python3.12] [--venv DIR] [--only PREFIX]
 
 Run with mapc's own Python (it draws documents with the test suite's generators and converts
 fixtures with mapc).  It makes a virtual environment of its own with Python >= 3.12 (Harbor's
@@ -11,7 +11,8 @@ minimum), `pip install harbor==0.26.*` from PyPI, and asks Harbor's `Trajectory`
 - `trajectory.schema.json`: `Trajectory.model_json_schema()` as Harbor derives it (the model's
   shape; its validators — sequential step ids, agent-only fields, call references… — are not in it).
 
-The corpus: the shipped ATIF fixtures; mapc's ATIF output for every shipped fixture of every format;
+The corpus: the shipped ATIF fixtures; mapc's ATIF output for every shipped fixture of every format
+(and for the Claude Code session with its subagents, and drawn Claude Code sessions);
 documents drawn from `harbor_documents` (Harbor-valid, every feature) and `atif_documents` (mapc's
 permissive reading: unknown keys everywhere); mapc's ATIF output of drawn documents; and named
 mutations of the Harbor-valid ones (the cases of issue 15: a source "assistant", arguments that
@@ -506,6 +507,7 @@ def mapc_outputs(drawn: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
             doc = mapc.convert(fmt, "atif", path.read_bytes(), path=path.name)
             for n, one in enumerate(doc if type(doc) is list else [doc]):
                 out.append((f"mapc/{fmt}/{path.name}/{n}", one))
+    out += claude_code_outputs()
     for name, doc in drawn:
         for target in ("actf", "openai-msg"):
             try:
@@ -516,6 +518,28 @@ def mapc_outputs(drawn: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
                 continue
             for n, one in enumerate(back if type(back) is list else [back]):
                 out.append((f"mapc/via-{target}/{name}/{n}", one))
+    return out
+
+
+def claude_code_outputs() -> list[tuple[str, Any]]:
+    """mapc's ATIF for the real Claude Code session (with its subagents) and for drawn sessions
+    (issue 18); tests/formats/test_harbor.py checks mapc still writes exactly these."""
+    import orjson
+    from claude_strategies import sessions
+
+    import mapc
+    from mapc.engine import convert
+
+    folder = ROOT / "tests" / "data" / "fixtures" / "claude-code"
+    out = []
+    for session in sorted(folder.glob("*.jsonl")):
+        subagents = sorted((folder / session.stem / "subagents").glob("*.jsonl"))
+        companions = [(p.relative_to(folder).as_posix(), p.read_bytes()) for p in subagents]
+        stories = convert.into_storyline_with("claude-code", session.read_bytes(), companions, path=session.name)
+        out.append((f"mapc/claude-code/{session.name}", mapc.from_storyline("atif", stories)))
+    for i, records in enumerate(draw_many(sessions(), 20)):
+        data = b"".join(orjson.dumps(r) + b"\n" for r in records)
+        out.append((f"mapc/claude-code/drawn/{i}", mapc.convert("claude-code", "atif", data)))
     return out
 
 
@@ -549,8 +573,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--python", default="python3.12", help="a Python >= 3.12 for Harbor's venv")
     parser.add_argument("--venv", default=str(Path.home() / ".cache" / "mapc-harbor-venv"))
+    parser.add_argument(
+        "--only",
+        metavar="PREFIX",
+        help="record only the documents whose name starts with PREFIX (e.g. mapc/claude-code/), keeping the other rows",
+    )
     args = parser.parse_args()
-    items = corpus()
+    items = claude_code_outputs() if args.only == "mapc/claude-code/" else corpus()
+    if args.only:
+        items = [(n, d) for n, d in items if n.startswith(args.only)]
     seen: set[bytes] = set()
     unique = []
     for name, doc in items:
@@ -568,7 +599,12 @@ def main() -> None:
         check=True,
     )
     verdicts = [json.loads(line) for line in done.stdout.splitlines()]
+    kept = []
+    if args.only:
+        with open(HERE / "verdicts.jsonl", encoding="utf-8") as f:
+            kept = [line for line in f if not json.loads(line)["name"].startswith(args.only)]
     with open(HERE / "verdicts.jsonl", "w", encoding="utf-8") as f:
+        f.writelines(kept)
         for (name, doc), v in zip(unique, verdicts, strict=True):
             assert v["name"] == name
             f.write(json.dumps({"name": name, "doc": doc, **{k: v[k] for k in ("valid", "errors", "harbor")}}))

@@ -1,0 +1,100 @@
+"""The hop law over generators for the formats test_hops.py does not draw as A (issue 15 §1), and
+the loss report's law over generators (§4): a conversion is reported exact exactly when the way
+back without the envelope gives the input, and nothing it loses goes unreported.
+
+- ACTF as A: A → B → A gives A's own round trip for every B, B's own residuals aside (as in
+  test_hops.py), or fails with a clear export error.
+- Storyline as A: the hub has no document of its own to carry home, so Storyline → B → Storyline
+  is B's reading (§1.6); the report's `lost` entries are exactly the values that reading lacks.
+- Every drawn conversion: `exact` agrees with the way back without the envelope.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from actf_strategies import actf_documents
+from atif_strategies import atif_documents
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import storyline_documents
+from test_hops import hop_in, hop_out, plain, through, without_source
+
+import mapc
+from mapc.engine import convert, loss
+from mapc.engine.problems import MapcError
+from mapc.engine.values import json_equal
+
+TARGETS = ["atif", "actf", "openai-msg", "storyline", "agenticmd"]
+SLOW = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SLOW
+@given(actf_documents(max_attempts=2, max_steps=3), st.sampled_from(["atif", "openai-msg", "storyline", "agenticmd"]))
+def test_generated_actf_survives_every_hop(doc: Any, b: str) -> None:
+    try:
+        direct, back, _, _ = through("actf", b, orjson.dumps(doc))
+    except MapcError as exc:  # what B cannot hold, said clearly
+        assert {p.code.split(".")[0] for p in exc.problems} <= {"export", "agenticmd"}, exc.problems
+        return
+    assert without_source(without_source(back, b), "storyline") == direct
+
+
+def keep(story: dict[str, Any]) -> dict[str, Any]:
+    """A Storyline without what says where it came from (as engine/loss.py compares them)."""
+    return {
+        k: v for k, v in story.items() if k not in ("origin", "schema_version", "unknown_fields", "unknown_key_counts")
+    }
+
+
+def _bare(fmt: str, document: Any) -> Any:
+    if fmt in ("storyline", "agenticmd"):
+        return document
+    at = convert.program_for(fmt).spec.envelope
+    documents = loss.without_envelopes(document if type(document) is list else [document], at)
+    return documents if type(document) is list else documents[0]
+
+
+def _text(document: Any) -> bytes:
+    return document.encode() if isinstance(document, str) else orjson.dumps(document)
+
+
+@SLOW
+@given(
+    st.one_of(
+        atif_documents(max_depth=1).map(lambda d: ("atif", d)),
+        actf_documents(max_attempts=2, max_steps=2).map(lambda d: ("actf", d)),
+    ),
+    st.sampled_from(TARGETS),
+)
+def test_exact_is_reported_exactly_when_the_bare_way_back_gives_the_document(drawn: Any, b: str) -> None:
+    a, doc = drawn
+    data = orjson.dumps(doc)
+    try:
+        bare, report = mapc.convert_reported(a, b, data, envelope=False)
+        stories = mapc.into_storyline(a, data)
+        canonical = plain(mapc.from_storyline(a, stories))
+        back = plain(mapc.from_storyline(a, hop_in(b, [_text(bare)]), carry=False))
+    except MapcError:
+        return  # refused, and said why (test_hops.py checks the codes)
+    assert not report.problems, report.problems
+    assert report.exact == json_equal(_bare(a, back), canonical), report.line()
+    if not report.exact:
+        assert report.carried and report.mode == loss.DROPPED  # what was lost is named, by pointer
+
+
+@SLOW
+@given(storyline_documents(), st.sampled_from(["atif", "actf", "openai-msg", "agenticmd"]))
+def test_what_a_storyline_loses_through_b_is_reported_as_lost(story: Any, b: str) -> None:
+    story = {k: v for k, v in story.items() if k != "origin"}  # the hub's own: nothing to carry home
+    try:
+        stories = mapc.into_storyline("storyline", orjson.dumps(story))
+        _, report = mapc.from_storyline_reported(b, stories)
+        again = hop_in(b, hop_out(b, stories))
+    except MapcError:
+        return
+    same = len(again) == len(stories) and all(json_equal(keep(x), keep(y)) for x, y in zip(stories, again, strict=True))
+    assert (not report.lost and not report.synthesized) == same, report.line()
+    if b == "agenticmd":
+        assert same and report.exact  # AgenticMD says every Storyline natively
