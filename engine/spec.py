@@ -265,6 +265,7 @@ class RowsSpec:
     selections: Any = None  # name -> engine.select.Selection, from `select:`
     group: tuple[Any, ...] = ()  # engine.group.GroupValue entries, from `group:`
     spread: tuple[Any, ...] = ()  # engine.spread.Spread entries, from `spread:`
+    ids: Any = None  # name -> engine.group.TurnId, from `ids:`
 
 
 @dataclass(frozen=True, slots=True)
@@ -485,6 +486,7 @@ class _SpecReader:
             "select",
             "group",
             "spread",
+            "ids",
         }
         for key in data:
             if key not in allowed:
@@ -609,6 +611,7 @@ class _SpecReader:
             selections = compile_selections(data.get("select"))
             group_values = group_module.parse(data.get("group"))
             spreads = spread_module.parse(data.get("spread"))
+            ids = group_module.parse_ids(data.get("ids"))
         except MapcError as exc:
             for p in exc.problems:
                 self.fail(p.message, *[t for t in p.pointer.split("/")[1:]], code=p.code)
@@ -627,6 +630,7 @@ class _SpecReader:
             selections,
             group_values,
             spreads,
+            ids,
         )
 
     def array(self, src: Any, dst: Any) -> ArraySpec | None:

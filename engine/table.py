@@ -205,6 +205,8 @@ def _group_rows(spec: Spec, rows: dict[tuple[str, ...], tuple[list[str], list[in
         for candidate in entry.candidates:
             for text in candidate.texts:
                 _add(rows, (f"{at}/{{r}}{text}",), targets)
+    if spec.rows.ids:  # the order key gives the turn ids
+        _add(rows, (f"{at}/{{r}}{spec.rows.order_by.text}",), ["/turns/{t}/id"])
     for entry in spec.rows.spread:  # keyed and open values of a row reach its turn
         turn = "/turns/{t}" + pointer.format(entry.to)
         if entry.open is not None:
