@@ -1,7 +1,8 @@
 """What the loss report costs (issue 15 §4): a conversion as `mapc convert` did it before (parse,
 map, export with the envelope), the same with the report (engine/loss.py: the envelope's entries,
 and the output read back as the target to see what it says natively), and with `--no-envelope`
-(the report, then the envelope taken out).  Rows of one conversion share a baseline: an exact one
+(the report, then the envelope taken out), and what `mapc convert` adds for ATIF (Harbor's rules,
+mappings/atif_harbor.py).  Rows of one conversion share a baseline: an exact one
 (ATIF → Storyline) and one that carries values (ACTF → ATIF).
 
     .venv/bin/python bench/run.py --only loss --mb 5 --repeat 3
@@ -36,3 +37,17 @@ for _source, _target in (("atif", "storyline"), ("actf", "atif")):
             convert.from_storyline_reported(target, stories, from_format=source, keep_envelope=False)
 
         return work
+
+
+@bench(
+    "actf → atif, with the loss report and Harbor's check", group="loss", data="actf", baseline="actf → atif, no report"
+)
+def _owner_checked(sample: Sample) -> Work:
+    from mapc.cli.report import owner_checked
+
+    def work() -> None:
+        stories = convert.into_storyline("actf", sample.data)
+        output, report = convert.from_storyline_reported("atif", stories, from_format="actf")
+        owner_checked(report, "atif", output)
+
+    return work

@@ -140,7 +140,7 @@ def convert_command(
         result, assessed = convert.from_storyline_reported(
             to_fmt, stories, from_format=from_fmt, keep_envelope=not no_envelope
         )
-        assessed = assessed.at(input)
+        assessed = report.owner_checked(assessed.at(input), to_fmt, result)
         if strict and not assessed.exact:
             report.write_report(report_file, [assessed], strict=strict)
             raise MapcError([report.refusal(assessed)])

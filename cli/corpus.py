@@ -54,7 +54,7 @@ from mapc.cli.files import NotRegularFile, is_jsonl, read_limited, shown, walk, 
 from mapc.cli.output import document_bytes
 from mapc.cli.render import problem_line, unknown_field_line
 from mapc.cli.report import lines as report_lines_of
-from mapc.cli.report import refusal
+from mapc.cli.report import owner_checked, refusal
 from mapc.engine import catalog, codecs, convert, detect, envelope, residual
 from mapc.engine.loss import Report
 from mapc.engine.options import DEFAULT, Options
@@ -138,7 +138,7 @@ class Summary:
     failures: tuple[FileResult, ...] = ()
     skips: tuple[FileResult, ...] = ()
     existing: int = 0
-    reports: tuple[FileResult, ...] = ()  # the converted files that are not exact
+    reports: tuple[FileResult, ...] = ()  # the converted files that are not exact (or not owner-valid)
 
     @property
     def mb_per_second(self) -> float:
@@ -374,7 +374,7 @@ def convert_file(job: Job) -> FileResult:
         result, assessed = convert.from_storyline_reported(
             job.to_fmt, stories, from_format=fmt, keep_envelope=job.loss.keep_envelope
         )
-        assessed = assessed.at(job.path)
+        assessed = owner_checked(assessed.at(job.path), job.to_fmt, result)
         if job.loss.strict and not assessed.exact:
             refused = _failed(job, len(data), [refusal(assessed)])
             return dataclasses.replace(refused, loss=assessed)
@@ -466,7 +466,7 @@ def summarize(results: Iterable[FileResult], seconds: float) -> Summary:
         failures=tuple(by_status[FAILED]),
         skips=tuple(by_status[SKIPPED]),
         existing=len(by_status[EXISTING]),
-        reports=tuple(r for r in by_status[CONVERTED] if r.loss is not None and not r.loss.exact),
+        reports=tuple(r for r in by_status[CONVERTED] if r.loss is not None and r.loss.noteworthy),
     )
 
 

@@ -1,4 +1,4 @@
-"""`mapc events append|project|synthesize`: the events.lance source of truth (docs/formats.md, "Events").
+"""`mapc events append|project|synthesize|capture`: the events.lance source of truth (docs/formats.md, "Events").
 
 Events are Lance-only (E-7): JSONL EventRecords are a debug/test input of `append`, never a
 format of `convert`.  Other formats reach events only through Storyline (`synthesize`) and leave
@@ -23,7 +23,7 @@ from mapc.engine.problems import Problem
 
 @click.group("events")
 def events_group() -> None:
-    """Append to, project and synthesize events.lance (docs/formats.md, "Events")."""
+    """Append to, project, synthesize and capture events.lance (docs/formats.md, "Events")."""
 
 
 @events_group.command("append")

@@ -117,7 +117,7 @@ def write_bytes(path: str | None, data: bytes) -> None:
 
 def _temporary(target: Path) -> tuple[int, str]:
     """A new hidden temporary file beside `target` (its descriptor and name)."""
-    import tempfile  # imported when writing: it costs a tenth of a small `mapc run`'s start-up
+    import tempfile  # imported when writing: milliseconds a small `mapc run` to stdout need not pay
 
     return tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
 

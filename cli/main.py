@@ -200,7 +200,7 @@ def main() -> None:
         cli()
     finally:
         # The process ends here: the collector's last pass over every module's objects at exit would
-        # be a fifth of a small `mapc run` (bench/rows_startup.py).  Frozen, they are left to the OS.
+        # be a sixth of a small `mapc run` (bench/rows_startup.py).  Frozen, they are left to the OS.
         import gc
 
         gc.freeze()

@@ -47,8 +47,21 @@ def refusal(report: loss.Report) -> Problem:
 
 
 def lines(reports: Iterable[loss.Report]) -> list[str]:
-    """One warning line per report that is not exact."""
-    return [shown(f"warning: {r.line()}") for r in reports if not r.exact]
+    """One warning line per report that is not exact (or whose output its format's owner refuses)."""
+    return [shown(f"warning: {r.line()}") for r in reports if r.noteworthy]
+
+
+def owner_checked(report: loss.Report, fmt: str, output: Any) -> loss.Report:
+    """`report` with what the validator of `fmt`'s owner (Harbor, for ATIF) says of `output`."""
+    from mapc.mappings.owners import OWNERS
+
+    owner = OWNERS.get(fmt)
+    if owner is None or isinstance(output, str):
+        return report
+    documents = output if type(output) is list else [output]
+    prefix = len(documents) > 1
+    invalid = tuple(p.within(f"/{k}") if prefix else p for k, doc in enumerate(documents) for p in owner.problems(doc))
+    return report.checked(owner.name, invalid)
 
 
 def report_data(reports: Iterable[loss.Report], *, strict: bool = False) -> dict[str, Any]:
@@ -61,6 +74,7 @@ def report_data(reports: Iterable[loss.Report], *, strict: bool = False) -> dict
         "files": len(files),
         "exact": exact,
         "not_exact": len(files) - exact,
+        "invalid_for_owner": sum(1 for r in files if r.invalid),
         "reports": [r.as_dict() for r in files],
     }
 

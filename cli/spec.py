@@ -12,7 +12,7 @@ import orjson
 
 from mapc.cli.files import is_jsonl, read_bytes
 from mapc.cli.output import dump_json, fail_on
-from mapc.cli.params import resolve_spec
+from mapc.cli.params import canonical_format, resolve_spec
 from mapc.cli.render import report
 from mapc.engine import catalog
 from mapc.engine.problems import MapcError, Problem
@@ -176,8 +176,10 @@ def table_command(spec: str) -> None:
     from mapc.engine.table import markdown
     from mapc.store import wire
 
-    protocol = wire.table_named(spec)  # a wire protocol's table (mappings/wire/, `mapc events project`)
-    if protocol is not None:
+    # a wire protocol's table (mappings/wire/, `mapc events project`); where a hint of one is also a
+    # spec's name ("openai-chat"), the spec wins
+    protocol = wire.table_named(spec)
+    if protocol is not None and (protocol.protocol == spec or canonical_format(spec) is None):
         click.echo(wire.markdown(protocol), nl=False)
         return
     click.echo(markdown(_load(spec)), nl=False)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import click
+import orjson
 
 from mapc.cli import report as loss_report
 from mapc.cli.boundary import on_interrupt, options
@@ -33,8 +34,8 @@ from mapc.cli.output import dump_json, fail_on, output_bytes, redact_options, re
 from mapc.cli.params import FORMAT
 from mapc.cli.render import report
 from mapc.cli.report import report_options
-from mapc.engine import convert
-from mapc.engine.problems import MapcError
+from mapc.engine import convert, views
+from mapc.engine.problems import MapcError, Problem
 from mapc.engine.redact import summary as redact_summary
 
 SUFFIXES = (".json", ".jsonl", ".ndjson")
@@ -333,12 +334,14 @@ def export_command(
                 stories = _with_descendants(root, stories)
             if redactor is not None:
                 stories, counts = redactor.stories(stories)
+            failed: list[Problem] = []
             try:  # from_storyline validates the Storylines: once, not twice
                 result, assessed = convert.from_storyline_reported(fmt, stories, keep_envelope=not no_envelope)
             except MapcError:
                 rows.validated(stories)  # an invalid rebuilt document: named by its document_id
-                raise
-            assessed = assessed.at(dataset_dir)
+                stories, failed = _convertible(fmt, stories)  # issue 15 §5: the rest is still written
+                result, assessed = convert.from_storyline_reported(fmt, stories, keep_envelope=not no_envelope)
+            assessed = loss_report.owner_checked(assessed.at(dataset_dir), fmt, result)
             if strict and not assessed.exact:
                 loss_report.write_report(report_file, [assessed], strict=strict)
                 raise MapcError([loss_report.refusal(assessed)])
@@ -351,6 +354,52 @@ def export_command(
         click.echo(line, err=True)
     if redactor is not None:
         click.echo(f"{dataset_dir}: {redact_summary(counts)}", err=True)
+    if failed:
+        raise MapcError(failed)  # printed per document after the others were written; exit 1
+
+
+def _convertible(fmt: str, stories: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[Problem]]:
+    """Try `stories` tree by tree (a document and its subagents go together): the Storylines of the
+    trees that convert, and the problems of those that do not, each named by its document.  When
+    none converts (or there is one tree), the error is raised as it is."""
+    trees = _trees(stories)
+    good: list[dict[str, Any]] = []
+    problems: list[Problem] = []
+    for tree in trees:
+        try:
+            convert.from_storyline(fmt, tree)
+        except MapcError as exc:
+            where = f"runs[document_id={orjson.dumps(views.document_id(tree[0])).decode()}]"
+            problems.extend(Problem(p.code, where + p.pointer, p.message) for p in exc.problems)
+            continue
+        good.extend(tree)
+    if not good or len(trees) == 1:
+        raise MapcError(problems)
+    return good, problems
+
+
+def _trees(stories: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """`stories` grouped into trees (parent links and children ids), in first order."""
+    ids = {views.document_id(s): n for n, s in enumerate(stories)}
+    root = list(range(len(stories)))
+
+    def find(n: int) -> int:
+        while root[n] != n:
+            root[n] = root[root[n]]
+            n = root[n]
+        return n
+
+    for n, story in enumerate(stories):
+        parent = story.get("parent")
+        linked = [parent.get("psid")] if type(parent) is dict else []
+        linked += [c for c in story.get("children") or () if type(c) is str]
+        for other in (ids.get(i) for i in linked if type(i) is str):
+            if other is not None:
+                root[find(n)] = find(other)
+    groups: dict[int, list[dict[str, Any]]] = {}
+    for n, story in enumerate(stories):
+        groups.setdefault(find(n), []).append(story)
+    return list(groups.values())
 
 
 @click.command("index")

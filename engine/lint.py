@@ -121,7 +121,9 @@ def _stream_problems(spec: Spec) -> Iterator[Problem]:
     Storyline requires."""
     stream = spec.stream
     rules = [*stream.story, *(r for e in stream.entries for r in e.rules)]
-    names = [n for r in rules for n in (r.call, r.back) if n] + [e.test for e in stream.entries if e.test]
+    names = [n for r in rules for n in (r.call, r.back) if n] + [
+        n for e in stream.entries for n in (e.test, e.head) if n
+    ]
     for name in names:
         found = functions.lookup(name)
         if found is None or found.arity != 1:

@@ -16,6 +16,7 @@ writes `Report.as_dict()` for `--report`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -90,6 +91,8 @@ class Report:
     synthesized: tuple[Said, ...] = ()
     problems: tuple[Problem, ...] = field(default=())
     path: str | None = None
+    invalid: tuple[Problem, ...] = ()  # the output's problems under its format owner's rules (Harbor)
+    owner: str = ""  # whose rules `invalid` are
 
     @property
     def exact(self) -> bool:
@@ -98,16 +101,12 @@ class Report:
 
     def at(self, path: str | None) -> Report:
         """The same report for the file `path`."""
-        return Report(
-            self.from_format,
-            self.to_format,
-            self.mode,
-            self.carried,
-            self.lost,
-            self.synthesized,
-            self.problems,
-            path,
-        )
+        return dataclasses.replace(self, path=path)
+
+    def checked(self, owner: str, invalid: tuple[Problem, ...]) -> Report:
+        """The same report with what `owner`'s validator says of the output (issue 15: exactness wins
+        over the owner's validity, and the report says when the output is not valid there)."""
+        return dataclasses.replace(self, owner=owner, invalid=invalid)
 
     def summary(self) -> str:
         """One clause per kind: ``/agent/name synthesized as "ACTF Agent"; 3 values carried in _storyline (atif 3)``."""
@@ -127,10 +126,19 @@ class Report:
             n = len(self.lost)
             parts.append(f"{n} value{'s' if n != 1 else ''} not said by {self.to_format}: {_grouped(self.lost)}")
         parts += [f"not assessed: {p}" for p in self.problems]
+        if self.invalid:
+            first = self.invalid[0]
+            more = f" (and {len(self.invalid) - 1} more)" if len(self.invalid) > 1 else ""
+            parts.append(f"not valid for {self.owner}: {first.pointer or '/'}: {first.message}{more}")
         return "; ".join(parts) if parts else "exact"
 
+    @property
+    def noteworthy(self) -> bool:
+        """Whether the CLI prints a line for it: not exact, or not valid in the owner's tools."""
+        return not self.exact or bool(self.invalid)
+
     def line(self) -> str:
-        """The line the CLI prints for a conversion that is not exact."""
+        """The line the CLI prints for a conversion that is not exact (or not valid for its owner)."""
         head = f"{self.path}: " if self.path else ""
         state = "exact" if self.exact else "not exact"
         return f"{head}{state} ({self.from_format} → {self.to_format}): {self.summary()}"
@@ -147,6 +155,9 @@ class Report:
             "lost": [s.as_dict() for s in self.lost],
             "synthesized": [s.as_dict() for s in self.synthesized],
             "problems": [p.as_dict() for p in self.problems],
+            "valid_for_owner": None if not self.owner else not self.invalid,
+            "owner": self.owner or None,
+            "invalid": [p.as_dict() for p in self.invalid],
         }
 
 

@@ -31,6 +31,7 @@ from typing import Any
 import orjson
 
 from mapc.engine import duplicates, functions, pointer
+from mapc.engine import group as group_values
 from mapc.engine.checks import collect, steps_path
 from mapc.engine.mapped import Mapped, Rebuilt
 from mapc.engine.ops import CONDITIONS
@@ -41,6 +42,7 @@ from mapc.engine.template import Template, Var, parse_template
 from mapc.engine.values import MISSING, is_empty, is_int, json_equal, replaced
 
 DEFAULT_PATH = "source.json"
+_KEYS = 2  # a written row's own keys before the group values: its group key and order key
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,10 +54,21 @@ class Group:
     document_id: str
     tables: Any
     select: Any = None  # the spec's named selections (engine/select.py), by name
+    values: Any = None  # the Storyline's own values from the rows (`group:`, engine/group.py)
+    problems: tuple[Problem, ...] = ()  # and the conflicts found computing them
+    spread: tuple[Any, ...] = ()  # keyed values between a row and its turn (`spread:`, engine/spread.py)
 
     def pointer(self, r: int, *tokens: str | int) -> str:
         """The pointer of a value inside row `r` (its index in the file)."""
         return pointer.join(f"{self.at}/{r}", *tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class Back:
+    """What a reverse function gets beside the Storylines: the spec's `tables` and `spread:` entries."""
+
+    tables: Any
+    spread: tuple[Any, ...] = ()
 
 
 # --- forward ---------------------------------------------------------------------------------
@@ -73,7 +86,9 @@ def forward(spec: Spec, doc: Any, path: str | None) -> list[Mapped]:
     mapper = _function(model.call)
     out = []
     for members in groups:
-        group = Group(tuple((r, rows[r]) for r in members), at, document_id, model.tables, model.selections)
+        pairs = tuple((r, rows[r]) for r in members)
+        values, conflicts = group_values.forward(model.group, [(f"{at}/{r}", row) for r, row in pairs])
+        group = Group(pairs, at, document_id, model.tables, model.selections, values, tuple(conflicts), model.spread)
         story, residual = mapper(group)
         residual = {**root, **residual}
         residual.update(_unknown_keys(spec, group, story))
@@ -277,7 +292,7 @@ def reverse(spec: Spec, stories: list[dict[str, Any]]) -> list[Rebuilt]:
     model = spec.rows
     assert model is not None
     at = _literal(model.rows)
-    rows_per_story = _function(model.reverse_call)(stories, model.tables, spec.source)
+    rows_per_story = _function(model.reverse_call)(stories, Back(model.tables, model.spread), spec.source)
     own = [_own_fields(s, spec.source) for s in stories]
     kept_document = next((f[""] for f in own if type(f.get("")) is dict), None)
     if kept_document is not None:  # the whole document was kept (a hop added to its root)
@@ -294,6 +309,8 @@ def reverse(spec: Spec, stories: list[dict[str, Any]]) -> list[Rebuilt]:
             mapped.append(Mapped(story, f"{at}/0"))
             continue
         start = len(rows)
+        written = list(written)
+        group_values.reverse(model.group, story, written, _KEYS)
         rows.extend(written)
         problems.extend(_restore(doc, rows, start, residual, model, n))
         mapped.append(Mapped(story, *_story_carriers(at, start, len(written))))
@@ -325,6 +342,11 @@ def _restore(
             for i in range(start, len(rows)):
                 if json_equal(pointer.resolve(rows[i], order), value):
                     moved[int(tokens[1])] = i
+    # Moves are a permutation: if two rows' residuals would land on one row, the kept order keys
+    # are values the way back changed (a hop renumbered the steps), not moves: put them as they are.
+    indices = {int(t[1]) for t in map(pointer.parse, residual) if len(t) > 1 and pointer.is_array_index(t[1])}
+    if len({moved.get(r, r) for r in indices}) < len(indices):
+        moved = {}
     for ptr, value in residual.items():
         tokens = list(pointer.parse(ptr))
         if len(tokens) == 1:

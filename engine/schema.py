@@ -85,6 +85,9 @@ SUPPORTED = frozenset(
         "anyOf",
         "oneOf",
         "not",
+        "if",
+        "then",
+        "else",
     }
 )
 """Keywords the compiler turns into checks; any other keyword is refused."""
@@ -663,6 +666,13 @@ class _Generator:
             check = self.outline(schema["not"], f"{sptr}/not", "check")
             out.append(f"{pad}if {check}({v}):")
             self.fail(out, ind + 1, mode, "not", path, repr("expected a value the 'not' schema rejects"))
+        if "if" in schema:  # then/else without if mean nothing (2020-12)
+            check = self.outline(schema["if"], f"{sptr}/if", "check")
+            out.append(f"{pad}if {check}({v}):")
+            self.body(out, schema.get("then", {}), f"{sptr}/then", v, path, ind + 1, mode, stack)
+            if "else" in schema:
+                out.append(f"{pad}else:")
+                self.body(out, schema["else"], f"{sptr}/else", v, path, ind + 1, mode, stack)
 
     def body(
         self,

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from mapc.engine import fold as fold_module
+from mapc.engine import group as group_module
 from mapc.engine import plainyaml, pointer
+from mapc.engine import spread as spread_module
 from mapc.engine.ops import CONDITION_NAMES
 from mapc.engine.pointer import PointerSyntaxError
 from mapc.engine.problems import MapcError, Problem, SpecLocation
@@ -251,6 +253,8 @@ class RowsSpec:
     consume: tuple[Consume, ...] = ()
     tables: Any = None
     selections: Any = None  # name -> engine.select.Selection, from `select:`
+    group: tuple[Any, ...] = ()  # engine.group.GroupValue entries, from `group:`
+    spread: tuple[Any, ...] = ()  # engine.spread.Spread entries, from `spread:`
 
 
 @dataclass(frozen=True, slots=True)
@@ -466,6 +470,8 @@ class _SpecReader:
             "consume",
             "tables",
             "select",
+            "group",
+            "spread",
         }
         for key in data:
             if key not in allowed:
@@ -588,6 +594,8 @@ class _SpecReader:
                 consume.append(Consume(t, how.get("when"), how.get("equals", MISSING), self.loc.at("consume", ptr)))
         try:
             selections = compile_selections(data.get("select"))
+            group_values = group_module.parse(data.get("group"))
+            spreads = spread_module.parse(data.get("spread"))
         except MapcError as exc:
             for p in exc.problems:
                 self.fail(p.message, *[t for t in p.pointer.split("/")[1:]], code=p.code)
@@ -604,6 +612,8 @@ class _SpecReader:
             tuple(consume),
             data.get("tables"),
             selections,
+            group_values,
+            spreads,
         )
 
     def array(self, src: Any, dst: Any) -> ArraySpec | None:

@@ -10,12 +10,20 @@ apart by one key (`type`).  A spec says, as data, for each kind (`records:`, the
   `{const: V, to: Q}`, `{call: fn, to: Q, back: fn}` a named function of the record and, back, of
   the turn); `back_when: {storyline pointer: value}` says which turns the reverse writes as this
   kind; `paired: true`: its results join the turns whose calls they answer (engine/pairing.py);
-- `turn: false` (or no entry at all: a kind from a newer version): the record is kept whole.
+- `turn: false` (or no entry at all: a kind from a newer version): the record is kept whole;
+  with `attach: next` or `attach: previous` its `rules` also lend values to the turn after or
+  before it (`attach_when: {storyline pointer: value}`: only to such a turn), forward only: a
+  Codex `turn_context` is the next turn's env, its token counts the previous turn's metrics;
+- `head: fn`: the reverse of a Storyline from elsewhere writes this kind's record first, `fn(story)`
+  (a session's meta record);
+- `order: {pointer: [keys]}`: the key order of inner objects, and their known keys (any other is
+  counted as unknown, as a record key outside `keys` is).
 
 Threading (engine/thread.py) decides which records are the active branch; records of other
 branches are kept whole.  `story:` rules fill the Storyline's own fields from the records (the
-first, or `pick: last`, record that has the value); `every: true` says every record holds the
-value, so the reverse of a Storyline from elsewhere writes it into each record.
+first, or `pick: last`, record that has the value; with `when: {pointer: value}`, of the records
+holding those values); `every: true` says every record holds the value, so the reverse of a
+Storyline from elsewhere writes it into each record.
 
 Nothing is lost, by construction: after a record is mapped, the engine rebuilds it from its turn
 exactly as the reverse will, and keeps every value the rebuilt record does not give back as a
@@ -61,6 +69,7 @@ class Rule:
     pick: str = "first"  # story rules: the first or the last record with a value
     every: bool = False  # story rules: every record holds the value (written back to each)
     last_of_group: bool = False  # only the last record of its thread group maps it (`group: last`)
+    when: tuple[tuple[Tokens, Any], ...] = ()  # story rules: only records holding these values
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +87,9 @@ class Entry:
     back_when: tuple[tuple[Tokens, Any], ...]
     nested: tuple[tuple[Tokens, tuple[str, ...]], ...] = ()  # `order`: key order of inner objects
     defaults: tuple[tuple[Tokens, Any], ...] = ()  # values a record written from elsewhere gets where absent
+    attach: str | None = None  # a kept record lends its rules' values to the "next"/"previous" turn
+    attach_when: tuple[tuple[Tokens, Any], ...] = ()  # … only to a turn holding these values
+    head: str | None = None  # the reverse of a foreign Storyline writes this record first: fn(story)
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +201,21 @@ def _conditions(value: Any, where: str, fail: Any) -> tuple[tuple[Tokens, Any], 
 
 
 def _entry(item: Any, where: str, fail: Any) -> Entry | None:
-    known = {"type", "when", "test", "keys", "order", "turn", "paired", "rules", "back_when", "defaults"}
+    known = {
+        "type",
+        "when",
+        "test",
+        "keys",
+        "order",
+        "turn",
+        "paired",
+        "rules",
+        "back_when",
+        "defaults",
+        "attach",
+        "attach_when",
+        "head",
+    }
     if not isinstance(item, dict) or not isinstance(item.get("type"), str):
         fail(where, "a record kind is a mapping with a string `type`")
         return None
@@ -210,6 +236,14 @@ def _entry(item: Any, where: str, fail: Any) -> Entry | None:
             fail(f"{where}/order", "`order` maps a pointer to the list of its object's keys, in order")
         else:
             nested.append((tokens, tuple(names)))
+    attach = item.get("attach")
+    if attach is not None and (attach not in ("next", "previous") or item.get("turn")):
+        fail(f"{where}/attach", "`attach` is next or previous, for a record kind that is not a turn")
+        attach = None
+    head = item.get("head")
+    if head is not None and (not isinstance(head, str) or item.get("turn")):
+        fail(f"{where}/head", "`head` names a registered function, for a record kind that is not a turn")
+        head = None
     rules = []
     for n, r in enumerate(item.get("rules") or []):
         rule = _rule(r, f"{where}/rules/{n}", fail)
@@ -227,11 +261,14 @@ def _entry(item: Any, where: str, fail: Any) -> Entry | None:
         _conditions(item.get("back_when"), f"{where}/back_when", fail),
         tuple(nested),
         _conditions(item.get("defaults"), f"{where}/defaults", fail),
+        attach,
+        _conditions(item.get("attach_when"), f"{where}/attach_when", fail),
+        head,
     )
 
 
 def _rule(item: Any, where: str, fail: Any, story: bool = False) -> Rule | None:
-    known = {"from", "to", "const", "call", "back", *(("pick", "every") if story else ("group",))}
+    known = {"from", "to", "const", "call", "back", *(("pick", "every", "when") if story else ("group",))}
     if not isinstance(item, dict) or "to" not in item:
         fail(where, "a rule is a mapping with `to`")
         return None
@@ -254,8 +291,9 @@ def _rule(item: Any, where: str, fail: Any, story: bool = False) -> Rule | None:
         return None
     if "from" in item:
         src = _pointer(item["from"], f"{where}/from", fail)
+        when = _conditions(item.get("when"), f"{where}/when", fail)
         return (
-            Rule("copy", to, src or (), pick=item.get("pick", "first"), every=bool(item.get("every")))
+            Rule("copy", to, src or (), pick=item.get("pick", "first"), every=bool(item.get("every")), when=when)
             if src is not None
             else None
         )
@@ -495,6 +533,12 @@ def _count(spec: StreamSpec, entry: Entry | None, record: dict[str, Any], found:
         for k in record:
             if k not in entry.keys:
                 found.unknown_keys[f"{entry.type}/{k}"] += 1
+    if entry is not None:
+        for at, names in entry.nested:
+            inner = pointer.resolve(record, at)
+            for k in inner if type(inner) is dict else ():
+                if k not in names:
+                    found.unknown_keys[f"{entry.type}{pointer.format(at)}/{k}"] += 1
     if spec.version_at is not None:
         v = pointer.resolve(record, spec.version_at)
         if type(v) is str and spec.checked and v not in spec.checked:
@@ -517,11 +561,16 @@ def forward(spec: StreamSpec, doc: Any) -> tuple[dict[str, Any], dict[str, Any],
     fields: dict[str, Any] = {}
     turns: list[dict[str, Any]] = []
     owner: dict[str, int] = {}
+    lending: list[tuple[Entry, dict[str, Any]]] = []  # `attach: next` records waiting for their turn
     for i, (record, entry) in enumerate(zip(records, entries, strict=True)):
         _count(spec, entry, record, found)
         here = f"/{i}"
         if entry is None or not entry.turn:
             fields[here] = record
+            if entry is not None and entry.attach == "next" and i in active:
+                lending.append((entry, record))
+            elif entry is not None and entry.attach == "previous" and turns and i in active:
+                turns[-1] = _lend(entry, record, turns[-1])
             continue
         if i not in active:
             fields[here] = record
@@ -530,7 +579,14 @@ def forward(spec: StreamSpec, doc: Any) -> tuple[dict[str, Any], dict[str, Any],
         group = pointer.resolve(record, spec.thread.group) if spec.thread and spec.thread.group else MISSING
         turn = build(entry, record, last_of.get(group, i) == i)
         items = pairing.results(spec.pair, turn) if spec.pair and entry.paired else []
-        if items and all(pairing.result_id(spec.pair, it) in owner for it in items):
+        answered = (
+            bool(items) and spec.pair is not None and all(pairing.result_id(spec.pair, it) in owner for it in items)
+        )
+        if entry.paired and not answered and "src" not in turn:
+            fields[here] = record  # a result that answers no earlier call and makes no turn of its own
+            found.kept_whole += 1
+            continue
+        if answered:
             assert spec.pair is not None
             pseudo = pairing.with_results(spec.pair, {}, items)
             kept, whole = diff(record, rebuild(spec, entry, pseudo))
@@ -552,6 +608,9 @@ def forward(spec: StreamSpec, doc: Any) -> tuple[dict[str, Any], dict[str, Any],
             found.kept_whole += 1
             continue
         fields.update({here + k: v for k, v in kept.items()})
+        for lender, lent in lending:
+            turn = _lend(lender, lent, turn)
+        lending = []
         found.turn_of[i] = len(turns)
         turns.append(turn)
         if spec.pair is not None:
@@ -562,6 +621,14 @@ def forward(spec: StreamSpec, doc: Any) -> tuple[dict[str, Any], dict[str, Any],
     return story, fields, found
 
 
+def _lend(entry: Entry, record: dict[str, Any], turn: dict[str, Any]) -> dict[str, Any]:
+    """`turn` with the values a kept record's rules give it (`attach`), if the turn is one it lends to."""
+    if not _matches(entry.attach_when, turn):
+        return turn
+    lent = build(entry, record)
+    return _merge(turn, lent) if lent else turn
+
+
 def _story(spec: StreamSpec, records: list[dict[str, Any]]) -> dict[str, Any]:
     story: dict[str, Any] = {}
     for rule in spec.story:
@@ -570,6 +637,8 @@ def _story(spec: StreamSpec, records: list[dict[str, Any]]) -> dict[str, Any]:
             continue
         ordered = records if rule.pick == "first" else records[::-1]
         for record in ordered:
+            if not _matches(rule.when, record):
+                continue
             value = pointer.resolve(record, rule.src) if rule.op == "copy" else _fn(rule.call or "")(record)
             if value is not MISSING and value is not None:
                 story = _put(story, rule.to, value)
@@ -728,7 +797,9 @@ def _with_defaults(entry: Entry | None, record: dict[str, Any]) -> dict[str, Any
 def _written(spec: StreamSpec, story: dict[str, Any], n: int) -> list[Any]:
     """A Storyline from elsewhere: each turn a record, its results as result records after it."""
     session = str(story.get("session", ""))
-    records: list[dict[str, Any]] = []
+    records: list[dict[str, Any]] = [
+        _put(_fn(e.head)(story), spec.type, e.type) for e in spec.entries if e.head is not None
+    ]
     paired = next((e for e in spec.entries if e.paired), None)
     for t, turn in enumerate(story.get("turns") or []):
         if type(turn) is not dict:

@@ -24,11 +24,13 @@ Reverse-only rows are not part of the forward table.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from mapc.engine import pointer
 from mapc.engine.lint import arrays, source_pointers
 from mapc.engine.spec import RuleSpec, Spec, VarRef
 from mapc.engine.template import Template, Var, format_tokens
+from mapc.engine.values import MISSING
 
 IDENTITY = ("trajectory", "session")  # the hub's document identity: /trajectory, else /session
 
@@ -90,6 +92,7 @@ def mapping_rows(spec: Spec) -> list[Row]:
                 _add(rows, (container,), [format_tokens(dst.tokens[:-1])])
     if spec.children is not None:
         _children_rows(spec, forward, rows)
+    _group_rows(spec, rows)
     doc_id = spec.document_id
     if doc_id is not None and doc_id.op == "copy":
         at = f"/unknown_fields/sources/{pointer.escape(spec.source)}/source_document_id"
@@ -192,13 +195,96 @@ def _singular(template: Template) -> str:
     return name[:-1] if name.endswith("s") and len(name) > 1 else name
 
 
+def _group_rows(spec: Spec, rows: dict[tuple[str, ...], tuple[list[str], list[int]]]) -> None:
+    """A row corpus's group values (`group:`): every row pointer of a candidate reaches the targets;
+    its spread values (`spread:`) reach the turn's object (and, first, the Storyline's)."""
+    if spec.rows is None:
+        return
+    at = spec.rows.rows.text
+    for entry in spec.rows.group:
+        targets = [pointer.format(t) for t in entry.to]
+        for candidate in entry.candidates:
+            for text in candidate.texts:
+                _add(rows, (f"{at}/{{r}}{text}",), targets)
+    for entry in spec.rows.spread:  # keyed and open values of a row reach its turn
+        turn = "/turns/{t}" + pointer.format(entry.to)
+        if entry.open is not None:
+            _add(rows, (f"{at}/{{r}}{pointer.format(entry.open)}/{{key}}",), [turn + "/{key}"])
+            for key in entry.row_keys:
+                _add(rows, (f"{at}/{{r}}/{pointer.escape(key)}",), [f"{turn}/{pointer.escape(key)}"])
+            continue
+        for key, tokens in entry.keys:
+            targets = [f"{turn}/{key}"]
+            if entry.first_to is not None:
+                targets.insert(0, f"{pointer.format(entry.first_to)}/{key}")
+            _add(rows, (f"{at}/{{r}}{pointer.format(tokens)}",), targets)
+
+
 def constants(spec: Spec) -> list[tuple[str, object]]:
-    """(target, value) of every constant row: values with no source pointer."""
-    return [(t.text, r.value) for r in spec.rules if r.op == "const" and not _reverse_only(r) for t in r.targets]
+    """(target, value) of every constant row: values with no source pointer (a group value's
+    constant candidate too: the value when no row gives one)."""
+    out = [(t.text, r.value) for r in spec.rules if r.op == "const" and not _reverse_only(r) for t in r.targets]
+    for entry in spec.rows.group if spec.rows is not None else ():
+        out += [(pointer.format(t), c.const) for c in entry.candidates if c.const is not MISSING for t in entry.to]
+    return out
 
 
 def _cell(pointers: tuple[str, ...]) -> str:
     return " ".join(f"`{p}`" for p in pointers)
+
+
+def _stream_markdown(spec: Spec) -> str:
+    """An event stream's table: per record kind, what it becomes and each rule (engine/stream.py)."""
+    import json
+
+    st = spec.stream
+    lines = [f"| {spec.title} record | becomes | source pointer | Storyline pointer |", "|---|---|---|---|"]
+
+    def rule_cells(r: Any, turn_prefix: str) -> tuple[str, str]:
+        src = (
+            f"`{pointer.format(r.src)}`"
+            if r.op == "copy"
+            else (f"`{json.dumps(r.value, ensure_ascii=False)}`" if r.op == "const" else f"{r.call}(record)")
+        )
+        back = f", back: {r.back}(turn)" if getattr(r, "back", None) else ""
+        return src, f"`{turn_prefix}{pointer.format(r.to)}`{back}"
+
+    for r in st.story:
+        src, dst = rule_cells(r, "")
+        pick = " (last record)" if r.pick == "last" else ""
+        which = "".join(f" {pointer.format(p)}={json.dumps(v)}" for p, v in r.when) or " any"
+        lines.append(f"|{which} | the Storyline{pick} | {src} | {dst} |")
+    for e in st.entries:
+        kind = f"`{e.type}`" + "".join(f" {pointer.format(p)}={json.dumps(v)}" for p, v in e.when)
+        kind += f" ({e.test})" if e.test else ""
+        if e.paired:
+            becomes = "results joined to the turn of the call they answer"
+        elif e.turn:
+            becomes = "a turn"
+        elif e.attach:
+            becomes = f"kept whole; lends to the {e.attach} turn" + (
+                "".join(f" with {pointer.format(p)}={json.dumps(v)}" for p, v in e.attach_when)
+            )
+        else:
+            becomes = "kept whole (`/unknown_fields`, at its line)"
+        if not e.rules:
+            lines.append(f"| {kind} | {becomes} | | |")
+        for r in e.rules:
+            src, dst = rule_cells(r, "/turns/{t}" if e.turn or e.attach else "")
+            lines.append(f"| {kind} | {becomes} | {src} | {dst} |")
+    lines.append("")
+    lines.append(
+        "A record of a kind not listed is kept whole at its line and counted as drift; every value of a "
+        "mapped record that its turn does not give back is kept under the record's pointer (`/N/…`)."
+    )
+    if st.pair is not None:
+        lines.append(
+            f"Pairing: a result's `{pointer.format(st.pair.result_id)}` names the call "
+            f"(`{pointer.format(st.pair.calls)}/*{pointer.format(st.pair.call_id)}`) it answers."
+        )
+    if st.version_at is not None:
+        lines.append(f"Versions checked (`{pointer.format(st.version_at)}`): {', '.join(st.checked) or 'none named'}.")
+    return "\n".join(lines) + "\n"
 
 
 def markdown(spec: Spec) -> str:

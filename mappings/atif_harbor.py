@@ -628,10 +628,33 @@ _FINAL_FIELDS: list[Field] = [
 ] + [("total_cost_usd", False, _optional(_kind("float"))), ("total_steps", False, _optional(_kind("int", ge=0)))]
 
 
+def _sequential(steps: list[Any]) -> list[Any]:
+    """Step ids 1, 2, 3… as Harbor requires (a Storyline's turn ids need not be): a step whose id
+    changes keeps its own in `extra.step_id`."""
+    out = []
+    for i, step in enumerate(steps, start=1):
+        extra = step.get("extra") if type(step) is dict else None
+        if (
+            type(step) is dict
+            and step.get("step_id") != i
+            and (extra is None or (type(extra) is dict and "step_id" not in extra))
+        ):
+            step = {**step, "step_id": i, "extra": {**(extra or {}), "step_id": step.get("step_id")}}
+        out.append(step)
+    return out
+
+
 def _step_slots(step: Any) -> Any:
     if type(step) is not dict:
         return step
     step = dict(step)
+    extra = step.get("extra")
+    if step.get("source") not in SOURCES and (extra is None or (type(extra) is dict and "source" not in extra)):
+        # A source Harbor does not know (a Storyline `src` such as `tool`): in ATIF, what is
+        # neither the agent's nor the system prompt is the agent's input, a user step; the
+        # source itself rides in the step's `extra`.
+        step["extra"] = {**(extra or {}), "source": step.get("source")}
+        step["source"] = "user"
     moved: list[str] = [k for k in step if k not in STEP_KEYS]
     for name, check in (
         ("timestamp", _optional(_timestamp)),
@@ -716,7 +739,7 @@ def _trajectory_slots(doc: Any) -> Any:
     elif doc.get("final_metrics") is not None:
         moved.append("final_metrics")
     if type(doc.get("steps")) is list:
-        doc["steps"] = [_step_slots(s) for s in doc["steps"]]
+        doc["steps"] = _sequential([_step_slots(s) for s in doc["steps"]])
     if type(doc.get("subagent_trajectories")) is list:
         doc["subagent_trajectories"] = [_trajectory_slots(c) for c in doc["subagent_trajectories"]]
     return _slot(doc, moved)
@@ -728,7 +751,8 @@ def extension_slots(doc: Any, stories: list[dict[str, Any]]) -> Any:
     fields of other steps, a `source_call_id` naming no call of its step; non-object `arguments`
     become `{}` with the value in the call's `extra`, a message Harbor refuses (null, an
     object, parts it does not know) becomes `""` with the value in the step's `extra`.  Step ids
-    are the Storyline's turn ids: ids that are not 1, 2, 3… stay (Harbor refuses them; issue 15).
+    (the Storyline's turn ids) that are not 1, 2, 3… are renumbered, and a source Harbor does not
+    know becomes `user`, each with its own value in the step's `extra`.
 
     Nothing is done for Storylines read from ATIF (or carrying ATIF's own residuals): their
     document is given back exactly as it was (issue 15: exactness wins over Harbor validity);

@@ -15,10 +15,10 @@ from typing import Any
 
 import orjson
 
-from mapc.engine import duplicates, pointer
+from mapc.engine import duplicates, pointer, spread
 from mapc.engine.functions import I64_MAX, I64_MIN, U64_MAX, register
 from mapc.engine.problems import MapcError, Problem
-from mapc.engine.rows import Group
+from mapc.engine.rows import Back, Group
 from mapc.engine.timestamp import TimestampError, timestamp_ns
 from mapc.engine.values import MISSING
 
@@ -89,55 +89,26 @@ class _Session:
         self.turns: list[dict[str, Any]] = []
         self.residual: dict[str, Any] = {}
         self.problems: list[Problem] = []
-        self.task_env: dict[str, Any] = {}
+        self.story: dict[str, Any] = {}
 
     def build(self) -> tuple[dict[str, Any], dict[str, Any]]:
         rows = self.g.rows
         first_r, first = rows[0]
-        story: dict[str, Any] = {
-            "schema_version": "storyline/v1",
-            "origin": {"format": "openai-msg", "document_id": self.g.document_id},
-            "session": first["session_id"],
-        }
-        run = self._run()
-        if run is not MISSING:
-            story["run"] = run
-        models = [m for _, row in rows if (m := _first(row, self.t["model"])) is not MISSING]
-        agent_id = MISSING
-        for _, row in rows:
-            agent_id = _first(row, self.t["agent_id"])
-            if agent_id is not MISSING:
-                break
-        agent_id = agent_id if agent_id is not MISSING else models[0] if models else "openai-import"
-        story["agent"] = {"id": agent_id, "name": agent_id}
-        if models:
-            story["agent"]["model"] = models[0]
+        story = self.story
+        story["schema_version"] = "storyline/v1"
+        story["origin"] = {"format": "openai-msg", "document_id": self.g.document_id}
+        story.update(self.g.values)  # session, run, agent: the spec's `group:`
+        self.problems.extend(self.g.problems)
         context_count = self._context(first_r, first)
         for r, row in rows:
             self._interaction(r, row, context_count, row is first)
         if self.problems:
             raise MapcError(self.problems)
-        if self.task_env:
-            story["task"] = {"env": self.task_env}
         story["turns"] = self.turns
         last_metrics = self.turns[-1].get("metrics") if self.turns else None
         if last_metrics is not None:
             story["final_metrics"] = last_metrics
         return story, self.residual
-
-    def _run(self) -> Any:
-        found: Any = MISSING
-        for r, row in self.g.rows:
-            run = _first(row, self.t["run"])
-            if run is MISSING:
-                continue
-            if found is MISSING:
-                found = run
-            elif run != found:
-                where = next(p for p in self.t["run"] if _get(row, p) == run)
-                message = f"conflicting run ids in session {row['session_id']!r}: {run!r} and {found!r}"
-                self.problems.append(Problem("openai.conflicting_run", self.g.pointer(r) + where, message))
-        return found
 
     def _context(self, r: int, row: dict[str, Any]) -> int:
         """The context turns of the session's first row: messages before its last user message."""
@@ -202,9 +173,7 @@ class _Session:
         if calls:
             turn["tool_calls"] = calls
         self._metrics(row, turn)
-        env = self._env(row)
-        if env:
-            turn["env"] = env
+        spread.forward(self.g.spread, row, turn, self.story, "/env")  # the spec's `spread:`
         self.turns.append(turn)
         start = (user + 1) if first and user is not None else 0
         for message in messages[start:]:
@@ -264,54 +233,17 @@ class _Session:
         return True
 
     def _metrics(self, row: dict[str, Any], turn: dict[str, Any]) -> None:
+        spread.forward(self.g.spread, row, turn, self.story, "/metrics")
         state = _get(row, "/meta_json/env_state")
         state = state if type(state) is dict else {}
-        skip = self.t["env_state_not_metrics"]
-        metrics = {k: v for k, v in state.items() if k not in skip}
-        metrics.update({k: row[k] for k in self.t["row_metrics"] if k in row})
-        if metrics:
-            turn["metrics"] = metrics
         for key, name in (("latency_ms", "total_latency_ms"), ("ttft_ms", "ttft_ms")):
             value = _whole_ms(state.get(name))
             if value is not MISSING:
                 turn[key] = value
 
-    def _env(self, row: dict[str, Any]) -> dict[str, Any]:
-        """The turn's env overlay; session-stable keys go to the task env the first time (rule 13)."""
-        overlay: dict[str, Any] = {}
-        for key, ptr in self.t["task_env"].items():
-            value = _get(row, ptr)
-            if not _usable(key, value):
-                continue
-            have = _get(self.task_env, "/" + key)
-            if have is MISSING:
-                _put(self.task_env, key, value)
-            elif have != value:
-                _put(overlay, key, value)
-        for key, ptr in self.t["turn_env"].items():
-            value = _get(row, ptr)
-            if _usable(key, value):
-                _put(overlay, key, value)
-        return overlay
-
 
 def _text(value: Any) -> bool:
     return type(value) is str and value != ""
-
-
-def _usable(key: str, value: Any) -> bool:
-    # Keys outside `state` are strings in Storyline; `state` holds any non-empty value.
-    if key.startswith("state/"):
-        return value is not MISSING and value is not None and value != "" and value != [] and value != {}
-    return _text(value)
-
-
-def _put(env: dict[str, Any], key: str, value: Any) -> None:
-    head, _, rest = key.partition("/")
-    if rest:
-        env.setdefault(head, {})[rest] = value
-    else:
-        env[head] = value
 
 
 def _arguments(value: Any) -> Any:
@@ -350,7 +282,7 @@ def embedded_calls(content: Any, step: int) -> list[dict[str, Any]]:
 
 
 @register("openai_rows", 3)
-def openai_rows(stories: list[dict[str, Any]], tables: Any, source: str) -> list[list[dict[str, Any]]]:
+def openai_rows(stories: list[dict[str, Any]], back: Back, source: str) -> list[list[dict[str, Any]]]:
     """The rows of each Storyline: one per interaction, each with the full message history."""
     documents = {_provenance(s, source) for s in stories} - {None}
     if len(documents) > 1:
@@ -361,7 +293,7 @@ def openai_rows(stories: list[dict[str, Any]], tables: Any, source: str) -> list
     used: set[str] = set()
     for n, story in enumerate(stories):
         try:
-            rows = _rows(story, tables, _provenance(story, source) is not None)
+            rows = _rows(story, back, _provenance(story, source) is not None)
             session = _group_key(story, used)
             for r in rows:
                 r["session_id"] = session
@@ -397,7 +329,7 @@ def _provenance(story: dict[str, Any], source: str) -> str | None:
     return own.get("source_document_id") if own else None
 
 
-def _rows(story: dict[str, Any], tables: Any, provenance: bool) -> list[dict[str, Any]]:
+def _rows(story: dict[str, Any], back: Back, provenance: bool) -> list[dict[str, Any]]:
     turns = story["turns"]
     n = 0
     while (
@@ -424,18 +356,11 @@ def _rows(story: dict[str, Any], tables: Any, provenance: bool) -> list[dict[str
     history = [m for turn in context for m in _messages(turn)]
     steps = _steps(interactions, len(context), provenance)
     rows = []
-    task_env = (story.get("task") or {}).get("env") or {}
-    models = [r["model"] for _, r, _ in interactions if r.get("model")]
-    derived = models[0] if models else "openai-import"  # what the forward derives without agent_id
     for (request, response, skipped), step in zip(interactions, steps, strict=True):
         history = [*history, *(m for turn in skipped for m in _messages(turn))]
         asked = _message(request) if request is not None else {"role": "user"}
         results = _tool_messages(response)
-        row: dict[str, Any] = {"session_id": story["session"], "step_id": step}
-        if story.get("run") is not None:
-            row["job_id"] = story["run"]
-        if story["agent"]["id"] != derived:
-            row["agent_id"] = story["agent"]["id"]
+        row: dict[str, Any] = {"session_id": story["session"], "step_id": step}  # then job_id, agent_id: `group:`
         if response.get("model") is not None:
             row["agent_model"] = response["model"]
         ts = response.get("ts", request.get("ts") if request else None)
@@ -443,8 +368,9 @@ def _rows(story: dict[str, Any], tables: Any, provenance: bool) -> list[dict[str
             row["created_at"] = ts
         row["messages"] = [*history, asked, *results]
         row["response"] = _response(response, step)
-        _write_env(row, {**task_env, **(response.get("env") or {})}, tables)
-        _write_metrics(row, response, tables)
+        spread.reverse(back.spread, row, response, story, "/env")  # the spec's `spread:`
+        spread.reverse(back.spread, row, response, story, "/metrics")
+        _write_latency(row, response)
         history = [*history, asked, *results, _response(response, step)]
         rows.append(row)
     return rows
@@ -514,21 +440,7 @@ def _response(turn: dict[str, Any], step: int) -> dict[str, Any]:
     return response
 
 
-def _write_env(row: dict[str, Any], env: dict[str, Any], tables: Any) -> None:
-    for key, ptr in {**tables["task_env"], **tables["turn_env"]}.items():
-        head, _, rest = key.partition("/")
-        value = (env.get(head) or {}).get(rest, MISSING) if rest else env.get(head, MISSING)
-        if value is not MISSING and value is not None:
-            _set(row, _tokens(ptr), value)
-
-
-def _write_metrics(row: dict[str, Any], turn: dict[str, Any], tables: Any) -> None:
-    metrics = turn.get("metrics")
-    if type(metrics) is dict:
-        for key, value in metrics.items():
-            if key in tables["env_state_not_metrics"]:
-                continue  # would be read back as env, not as a metric
-            _set(row, (key,) if key in tables["row_metrics"] else ("meta_json", "env_state", key), value)
+def _write_latency(row: dict[str, Any], turn: dict[str, Any]) -> None:
     state = _get(row, "/meta_json/env_state")
     state = state if type(state) is dict else {}
     for key, name in (("latency_ms", "total_latency_ms"), ("ttft_ms", "ttft_ms")):

@@ -141,7 +141,7 @@ def split_frames(buffer: bytes) -> tuple[list[bytes], bytes]:
 
 
 def connection(request: Any) -> dict[str, Any]:
-    """RFC-0002 ``connection.*``: the HTTP version, the raw Connection / Keep-Alive headers, and
+    """The record's ``connection.*`` (docs/events.md): the HTTP version, the raw Connection / Keep-Alive headers, and
     whether the connection is persistent (``close`` → no, ``keep-alive`` → yes, else HTTP/1.1+)."""
     version = f"HTTP/{request.version.major}.{request.version.minor}"
     header = request.headers.get("Connection")
@@ -163,7 +163,7 @@ def connection(request: Any) -> dict[str, Any]:
 
 
 def client_info(request: Any, peer: Any) -> dict[str, Any]:
-    """RFC-0002 ``client.*``: the peer (``ip:port``, and apart) and the User-Agent."""
+    """The record's ``client.*``: the peer (``ip:port``, and apart) and the User-Agent."""
     out: dict[str, Any] = {}
     if peer:
         out.update(peer=f"{peer[0]}:{peer[1]}", peer_ip=peer[0], peer_port=peer[1])

@@ -189,11 +189,13 @@ def content_block_events(events: list[Any]) -> dict[str, Any]:
     ``content_block_delta`` appends ``text_delta`` text, ``thinking_delta`` thinking,
     ``signature_delta`` signature and ``input_json_delta`` partial JSON (parsed once the block is
     complete; text that is not JSON is kept as a string); ``message_delta`` sets the stop reason
-    and merges usage; an ``error`` event is kept as ``error``.
+    and merges usage; an ``error`` event is kept as ``error``.  Any other event or delta (but
+    ``ping`` and the stops, which carry nothing) is kept whole in ``stream_unmapped``.
     """
     message: dict[str, Any] = {"content": []}
     blocks: dict[int, dict[str, Any]] = {}
     partial: dict[int, list[str]] = {}
+    leftover: list[Any] = []
     for event in events:
         if type(event) is not dict:
             continue
@@ -214,6 +216,8 @@ def content_block_events(events: list[Any]) -> dict[str, Any]:
                 key = {"text_delta": "text", "thinking_delta": "thinking", "signature_delta": "signature"}.get(kind)
                 if key is not None:
                     block[key] = str(block.get(key) or "") + str(delta.get(key, ""))
+                else:  # a delta type this assembly does not know (citations_delta, ...): kept, not dropped
+                    leftover.append(event)
         elif kind == "message_delta":
             delta = event.get("delta")
             if type(delta) is dict:
@@ -223,6 +227,10 @@ def content_block_events(events: list[Any]) -> dict[str, Any]:
                 message["usage"] = {**before, **event["usage"]}
         elif kind == "error":
             message["error"] = event.get("error")
+        elif kind not in ("ping", "content_block_stop", "message_stop"):  # events that carry nothing
+            leftover.append(event)
+    if leftover:
+        message["stream_unmapped"] = leftover
     for index, parts in partial.items():
         text = "".join(parts)
         try:
@@ -233,6 +241,9 @@ def content_block_events(events: list[Any]) -> dict[str, Any]:
     return message
 
 
+_CHAT_DELTA: Final = frozenset({"role", "content", "refusal", "reasoning_content", "tool_calls"})
+
+
 def choice_delta_chunks(chunks: list[Any]) -> dict[str, Any]:
     """The completion a stream of choice-delta chunks describes (the body a non-streamed call returns).
 
@@ -241,7 +252,8 @@ def choice_delta_chunks(chunks: list[Any]) -> dict[str, Any]:
     ``delta.tool_calls`` are put together by their ``index`` (``id``, ``function.name`` and the
     ``function.arguments`` fragments in order); ``finish_reason`` and a final ``usage`` chunk are kept,
     and the chunks' other keys (``id``, ``model``, ``created``, ...; not ``object``, which names the
-    chunk type), the last value given of each.
+    chunk type), the last value given of each.  A choice with other delta or choice keys (``logprobs``)
+    is kept whole in ``stream_unmapped``.
     Chunks of other choices are kept whole in ``other_choices``.
     """
     body: dict[str, Any] = {}
@@ -249,6 +261,7 @@ def choice_delta_chunks(chunks: list[Any]) -> dict[str, Any]:
     calls: dict[int, dict[str, Any]] = {}
     finish = None
     others = []
+    leftover: list[Any] = []
     for chunk in chunks:
         if type(chunk) is not dict:
             continue
@@ -268,6 +281,9 @@ def choice_delta_chunks(chunks: list[Any]) -> dict[str, Any]:
             for key in ("content", "refusal", "reasoning_content"):
                 if type(delta.get(key)) is str:
                     message[key] = str(message.get(key) or "") + delta[key]
+            rest = {k: v for k, v in delta.items() if k not in _CHAT_DELTA and v is not None}
+            if rest or any(k not in ("index", "delta", "finish_reason") and v is not None for k, v in choice.items()):
+                leftover.append(choice)  # delta keys or choice keys (logprobs, ...) not assembled: kept
             for part in delta.get("tool_calls") if type(delta.get("tool_calls")) is list else []:
                 if type(part) is not dict:
                     continue
@@ -283,13 +299,22 @@ def choice_delta_chunks(chunks: list[Any]) -> dict[str, Any]:
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
     body["choices"] = [{"index": 0, "message": message, "finish_reason": finish}]
+    if leftover:
+        body["stream_unmapped"] = leftover
     if others:
         body["other_choices"] = others
     return body
 
 
 _RESPONSE_EVENTS: Final = frozenset(
-    {"response.created", "response.in_progress", "response.completed", "response.failed", "response.incomplete"}
+    {
+        "response.created",
+        "response.queued",
+        "response.in_progress",
+        "response.completed",
+        "response.failed",
+        "response.incomplete",
+    }
 )
 
 
@@ -305,10 +330,12 @@ def output_item_events(events: list[Any]) -> dict[str, Any]:
     all in stream order; a ``.done`` event (``output_text.done``, ``function_call_arguments.done``,
     ``output_item.done``, ...) carries the complete value and replaces what the deltas built.  The
     assembled items are the ``output`` (the terminal event's own ``output`` when no item event came).
-    An ``error`` event is kept as ``error``.
+    ``response.output_text.annotation.added`` appends to the part's annotations.  An ``error`` event
+    is kept as ``error``, any other event whole in ``stream_unmapped``.
     """
     response: dict[str, Any] = {}
     items: dict[int, dict[str, Any]] = {}
+    leftover: list[Any] = []
 
     def item_of(event: dict[str, Any]) -> dict[str, Any]:
         index = event.get("output_index") if type(event.get("output_index")) is int else len(items)
@@ -369,8 +396,15 @@ def output_item_events(events: list[Any]) -> dict[str, Any]:
             append(part_of(event, "summary", "summary_index", "summary_text"), "text", event.get("delta"))
         elif kind == "response.reasoning_summary_text.done" and type(event.get("text")) is str:
             part_of(event, "summary", "summary_index", "summary_text")["text"] = event["text"]
+        elif kind == "response.output_text.annotation.added" and "annotation" in event:
+            part = part_of(event, "content", "content_index", "output_text")
+            part["annotations"] = [*(part.get("annotations") or []), event["annotation"]]
         elif kind == "error":
             response["error"] = {k: v for k, v in event.items() if k not in ("type", "sequence_number")}
+        else:  # an event this assembly does not read (a hosted tool's progress, ...): kept, not dropped
+            leftover.append(event)
+    if leftover:
+        response["stream_unmapped"] = leftover
     if items or type(response.get("output")) is not list:
         response["output"] = [items[i] for i in sorted(items)]
     return response

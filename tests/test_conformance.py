@@ -151,6 +151,7 @@ def test_every_code_a_check_function_returns_is_in_the_catalogue():
 def test_every_schema_keyword_code_is_named():
     from mapc.engine.schema import SUPPORTED
 
-    failing = SUPPORTED - {"$ref", "properties", "patternProperties", "prefixItems"}
+    # if/then/else never fail themselves: the keywords inside `then`/`else` do
+    failing = SUPPORTED - {"$ref", "properties", "patternProperties", "prefixItems", "if", "then", "else"}
     missing = sorted(f"schema.{k}" for k in failing if f"schema.{k}" not in CATALOGUE)
     assert not missing, missing

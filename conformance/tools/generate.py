@@ -789,6 +789,8 @@ D_AGENTICMD = (
     '"step_id":1,"storyline":{"id":1,"src":"user"}} -->\n\nhi\n\n'
 )
 ATIF_LINE = {"session_id": "s1", "step_id": 1, "agent_name": "bot"}  # one ATIF step per JSONL line
+D_CODEX_META = {"timestamp": "2025-10-06T09:14:02.118Z", "type": "session_meta", "payload": {"id": "s1"}}
+D_CODEX_ITEM = {"timestamp": "2025-10-06T09:14:03.000Z", "type": "response_item", "payload": {"type": "message"}}
 
 
 def detected(description: str, path: str, expected: str | None, content: Any = None, text: str | None = None) -> dict:
@@ -889,6 +891,26 @@ def detect_paths() -> list[dict]:
                 detected("*.atif.json holding a Storyline", "run.atif.json", "storyline", D_STORY),
                 detected("*.atif.json holding nothing known", "run.atif.json", None, {}),
             ],
+        ),
+        case(
+            "codex (issue 18): *.jsonl under a .codex/sessions/ (or archived_sessions/) tree is codex",
+            "codex",
+            "detect",
+            [
+                detected(
+                    "a rollout",
+                    "home/u/.codex/sessions/2025/10/06/rollout-2025-10-06T09-14-02-s.jsonl",
+                    "codex",
+                    text="{}\n",
+                ),
+                detected("relative to the home", ".codex/sessions/2025/10/06/r.jsonl", "codex", text="{}\n"),
+                detected("archived", "home/u/.codex/archived_sessions/rollout-s.jsonl", "codex", text="{}\n"),
+                detected(
+                    "the path wins over ATIF content", "home/u/.codex/sessions/a.jsonl", "codex", text=lines(D_ATIF)
+                ),
+                detected("a .json file there is not a rollout", "home/u/.codex/sessions/a.json", "atif", D_ATIF),
+            ],
+            requires=["atif"],
         ),
     ]
 
@@ -1052,6 +1074,20 @@ def detect_content() -> list[dict]:
                 detected(
                     "JSON behind a UTF-8 byte order mark is not JSON", path, None, text="\ufeff" + json.dumps(D_STORY)
                 ),
+            ],
+        ),
+        case(
+            "codex (issue 18): a first record {timestamp, type, payload} of a rollout is codex",
+            "codex",
+            "detect",
+            [
+                detected("a session_meta first", "s.jsonl", "codex", text=lines(D_CODEX_META, D_CODEX_ITEM)),
+                detected("a response item first", "s.jsonl", "codex", text=lines(D_CODEX_ITEM, D_CODEX_META)),
+                detected("the array of the records", path, "codex", [D_CODEX_META, D_CODEX_ITEM]),
+                detected(
+                    "a type that is not one of a rollout's", "s.jsonl", None, text=lines({**D_CODEX_ITEM, "type": "x"})
+                ),
+                detected("no payload", "s.jsonl", None, text=lines({"timestamp": "t", "type": "response_item"})),
             ],
         ),
     ]

@@ -30,8 +30,25 @@ def test_a_conversion_that_is_not_exact_says_so_in_one_line(runner, tmp_path):
 
 
 def test_an_exact_conversion_prints_nothing(runner, tmp_path):
-    result = runner.invoke(cli, ["convert", str(ATIF), "--to", "atif", "-o", str(tmp_path / "o.json")])
+    harbor_valid = FIXTURES / "atif" / "claude-code-harbor.json"
+    result = runner.invoke(cli, ["convert", str(harbor_valid), "--to", "atif", "-o", str(tmp_path / "o.json")])
     assert result.exit_code == 0 and result.stderr == ""
+
+
+def test_an_exact_output_its_owner_refuses_is_said(runner, tmp_path):
+    # issue 15: exactness wins over Harbor validity (support-ticket carries keys Harbor forbids),
+    # and the report says when the output cannot be valid there
+    report = tmp_path / "r.json"
+    args = ["convert", str(ATIF), "--to", "atif", "-o", str(tmp_path / "o.json"), "--report", str(report)]
+    result = runner.invoke(cli, [*args, "--strict"])
+    assert result.exit_code == 0, result.stderr  # exact: --strict lets it through
+    assert result.stderr.startswith(f"warning: {ATIF}: exact (atif → atif): not valid for Harbor 0.26")
+    assert "/steps/1/tool_calls/0/result" in result.stderr
+    entry = orjson.loads(report.read_bytes())["reports"][0]
+    assert entry["exact"] is True and entry["valid_for_owner"] is False and entry["invalid"]
+    ok = runner.invoke(cli, ["convert", str(ACTF), "--to", "atif", "--report", str(report)])
+    assert orjson.loads(report.read_bytes())["reports"][0]["valid_for_owner"] is True  # ATIF mapc writes
+    assert ok.exit_code == 0
 
 
 def test_report_writes_the_report_as_data(runner, tmp_path):
@@ -138,7 +155,7 @@ def test_export_is_assessed_as_a_conversion_is(runner, tmp_path):
     root = tmp_path / "ds"
     assert runner.invoke(cli, ["store", str(ATIF), "--to", str(root)]).exit_code == 0
     same = runner.invoke(cli, ["export", str(root), "--to", "atif"])
-    assert same.exit_code == 0 and same.stderr == ""
+    assert same.exit_code == 0 and "not exact" not in same.stderr and "not valid for Harbor" in same.stderr
     report = tmp_path / "r.json"
     out = tmp_path / "o.json"
     result = runner.invoke(cli, ["export", str(root), "--to", "actf", "-o", str(out), "--report", str(report)])

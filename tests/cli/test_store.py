@@ -130,6 +130,25 @@ def test_export_every_document_in_every_format(corpus, runner, tmp_path):
         assert json_equal(json.loads(out.read_bytes()), json.loads(json.dumps(convert.from_storyline(fmt, originals))))
 
 
+def test_a_dataset_export_writes_every_document_that_converts_and_names_the_others(tmp_path, runner):
+    """Issue 15 §5: one document OpenAI rows cannot hold (no agent turn with output) does not stop
+    the export of the rest; it is named, and the exit status is 1."""
+    mute = {**story("mute"), "turns": [{"id": 1, "src": "user", "msg": "anyone?"}]}
+    files = [
+        write(tmp_path / "a.json", story("a")),
+        write(tmp_path / "m.json", mute),
+        write(tmp_path / "b.json", story("b")),
+    ]
+    root = tmp_path / "ds"
+    assert runner.invoke(cli, ["store", "--from", "storyline", *files, "--to", str(root)]).exit_code == 0
+    out = tmp_path / "rows.json"
+    result = runner.invoke(cli, ["export", str(root), "--to", "openai-msg", "-o", str(out)])
+    assert result.exit_code == 1
+    assert 'runs[document_id="mute"]/0/turns' in result.stderr and "export.unrepresentable" in result.stderr
+    rows = json.loads(out.read_bytes())["session_steps"]
+    assert sorted({r["session_id"] for r in rows}) == ["a", "b"]
+
+
 def test_export_one_session_or_document(corpus, runner):
     result = runner.invoke(cli, ["export", str(corpus), "--to", "atif", "--session", "fixture-sparse_13"])
     assert result.exit_code == 0, result.output

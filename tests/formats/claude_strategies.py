@@ -15,6 +15,8 @@ and the public notes allow, and what a newer version may add:
   then the isCompactSummary user record);
 - progress (hook / bash / agent), stop_hook_summary and turn_duration system records,
   file-history-snapshot and queue-operation records (no uuid);
+- older versions: a `summary` record, sidechain records in the session file, a user record mixing a
+  late tool_result with the interruption text;
 - drift: record types and keys no checked version writes, at the top and inside messages,
   another version string, null values.
 
@@ -108,10 +110,25 @@ def _session(draw: Any, agent: str | None = None) -> list[dict[str, Any]]:
                 "sessionId": SESSION,
             }
         )
+    if agent is None and draw(st.integers(0, 4)) == 0:  # an older version's branch summary
+        out.append({"type": "summary", "summary": draw(TEXT), "leafUuid": "a-9999-4000-8000-000000000000"})
     calls = 0
     for _ in range(draw(st.integers(1, 4))):
         shape = draw(
-            st.sampled_from(["text", "blocks", "meta", "compaction", "branch", "progress", "unknown", "system"])
+            st.sampled_from(
+                [
+                    "text",
+                    "blocks",
+                    "meta",
+                    "compaction",
+                    "branch",
+                    "progress",
+                    "unknown",
+                    "system",
+                    "sidechain",
+                    "mixed",
+                ]
+            )
         )
         if shape == "compaction" and parent is not None:
             boundary = _base(draw, ids, None, "system", agent, version)
@@ -184,8 +201,17 @@ def _session(draw: Any, agent: str | None = None) -> list[dict[str, Any]]:
                 }
             )
             out.append(_close(draw, hook, ids, ts))
+        if shape == "sidechain" and parent is not None:  # an older version's sidechain, in the session file
+            side = _base(draw, ids, parent, "user", "sidechain", version)
+            side["message"] = {"role": "user", "content": draw(TEXT)}
+            out.append(_close(draw, side, ids, ts))
         user = _base(draw, ids, parent, "user", agent, version)
         content: Any = draw(TEXT) if shape != "blocks" else [{"type": "text", "text": draw(TEXT)}]
+        if shape == "mixed" and calls:  # a late result with the user's interruption
+            content = [
+                {"type": "tool_result", "tool_use_id": f"toolu_{agent or 'm'}{calls}", "content": "late"},
+                {"type": "text", "text": "[Request interrupted by user for tool use]"},
+            ]
         user["message"] = {"role": "user", "content": content}
         if shape == "meta":
             user["isMeta"] = True

@@ -148,6 +148,40 @@ def test_atif_written_from_every_other_fixture_is_harbor_valid(path: Path) -> No
         assert harbor_valid(doc) == []
 
 
+def test_atif_written_from_steps_that_are_not_1_2_3_or_of_other_sources_is_harbor_valid_and_hops_back() -> None:
+    """Issue 15: OpenAI steps 2 and 7 become turns 3, 4, 13, 14; ATIF written from them numbers its
+    steps 1, 2, 3, 4 (each turn id in the step's `extra`), and a turn of source `tool` is a user
+    step (the source in its `extra`); the way back to OpenAI gives the rows exactly."""
+    rows = [
+        {
+            "session_id": "s",
+            "step_id": 2,
+            "messages": [{"role": "user", "content": "q"}],
+            "response": {"role": "assistant", "content": "a"},
+        },
+        {
+            "session_id": "s",
+            "step_id": 7,
+            "messages": [{"role": "user", "content": "q2"}],
+            "response": {"role": "assistant", "content": "b"},
+        },
+    ]
+    stories = mapc.into_storyline("openai-msg", orjson.dumps(rows), path="x.json")
+    stories[0]["turns"][0]["src"] = "tool"
+    doc = mapc.from_storyline("atif", stories)
+    assert harbor_valid(doc) == []
+    assert [(s["step_id"], s["source"], s["extra"]) for s in doc["steps"]] == [
+        (1, "user", {"step_id": 3, "source": "tool"}),
+        (2, "agent", {"step_id": 4}),
+        (3, "user", {"step_id": 13}),
+        (4, "agent", {"step_id": 14}),
+    ]
+    back = mapc.into_storyline("atif", orjson.dumps(doc))
+    assert plain(without_source(mapc.from_storyline("openai-msg", back), "atif")) == plain(
+        mapc.from_storyline("openai-msg", stories)
+    )
+
+
 def test_atif_written_from_the_harbor_valid_fixture_is_harbor_valid() -> None:
     data = (FIXTURES / "atif" / "claude-code-harbor.json").read_bytes()
     assert harbor_valid(json.loads(data)) == []

@@ -22,6 +22,7 @@ from strategies import storyline_documents
 from test_hops import hop_in, hop_out, plain, through, without_source
 
 import mapc
+from mapc.cli import corpus
 from mapc.engine import convert, loss
 from mapc.engine.problems import MapcError
 from mapc.engine.values import json_equal
@@ -98,3 +99,19 @@ def test_what_a_storyline_loses_through_b_is_reported_as_lost(story: Any, b: str
     assert (not report.lost and not report.synthesized) == same, report.line()
     if b == "agenticmd":
         assert same and report.exact  # AgenticMD says every Storyline natively
+
+
+@SLOW
+@given(atif_documents(max_depth=1), st.sampled_from(["actf", "openai-msg"]))
+def test_what_a_hop_carries_for_atif_is_never_an_unknown_key_of_b(doc, b):
+    # issue 15 §4/§7: what B's envelope carries for A (even values of keys A defines) is "carried",
+    # and reading B's file reports only B's own unknown keys
+    try:
+        written = mapc.convert("atif", b, orjson.dumps(doc))
+    except mapc.MapcError:
+        return  # refused, and said why (tests/formats/test_hops.py)
+    stories = mapc.into_storyline(b, orjson.dumps(written))
+    counted = {source for source, _, _ in corpus.unknown_counts(stories, b)}
+    assert counted <= {b}
+    _, report = mapc.convert_reported(b, "storyline", orjson.dumps(written))
+    assert report.exact  # Storyline says it all, the carried values included

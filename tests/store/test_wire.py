@@ -647,3 +647,32 @@ def test_spec_table_prints_each_wire_protocol_table(runner):
     )
     gemini = runner.invoke(cli, ["spec", "table", "gemini"]).stdout  # a hint names the protocol too
     assert "the first of ['thought', 'text', 'functionCall', 'functionResponse'] it holds = functionCall" in gemini
+
+
+def test_stream_events_no_assembly_reads_are_kept_not_dropped():
+    citation = {"type": "citations_delta", "citation": {"type": "char_location", "cited_text": "x"}}
+    anthropic = sse(
+        {"type": "message_start", "message": {"id": "m", "content": []}},
+        {"type": "ping"},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi"}},
+        {"type": "content_block_delta", "index": 0, "delta": citation},
+        {"type": "future_event", "x": 1},
+        {"type": "message_stop"},
+    )
+    records = call(0, "c", {"messages": [{"role": "user", "content": "q"}]}, anthropic, body_encoding="sse")
+    _, turn = events.project_records(records)["turns"]
+    assert turn["msg"] == "hi"
+    kept = next(u for u in turn["extra"]["unmapped"] if "stream_unmapped" in u)["stream_unmapped"]
+    assert [e.get("delta", e)["type"] for e in kept] == ["citations_delta", "future_event"]
+
+    logprobs = {"content": [{"token": "yo", "logprob": -0.1}]}
+    chunks = [{"id": "s", "choices": [{"index": 0, "delta": {"content": "yo"}, "logprobs": logprobs}]}]
+    stream = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks)
+    _, turn = events.project_records(chat(0, "c", [{"role": "user", "content": "q"}], stream))["turns"]
+    assert turn["msg"] == "yo"
+    assert turn["extra"]["response_unmapped"]["stream_unmapped"][0]["logprobs"] == logprobs
+
+    searching = {"type": "response.web_search_call.searching", "output_index": 0, "item_id": "ws"}
+    stream = response_sse({"type": "response.created", "response": {"id": "r", "output": []}}, searching)
+    _, turn = events.project_records(responses(0, "c", {"input": "q"}, stream, body_encoding="sse"))["turns"]
+    assert turn["extra"]["response_unmapped"]["stream_unmapped"] == [searching]

@@ -12,7 +12,8 @@ minimum), `pip install harbor==0.26.*` from PyPI, and asks Harbor's `Trajectory`
   shape; its validators — sequential step ids, agent-only fields, call references… — are not in it).
 
 The corpus: the shipped ATIF fixtures; mapc's ATIF output for every shipped fixture of every format
-(and for the Claude Code session with its subagents, and drawn Claude Code sessions);
+(and for the Claude Code session with its subagents, and drawn Claude Code sessions; the Codex
+rollouts, and 40 generated rollouts);
 documents drawn from `harbor_documents` (Harbor-valid, every feature) and `atif_documents` (mapc's
 permissive reading: unknown keys everywhere); mapc's ATIF output of drawn documents; and named
 mutations of the Harbor-valid ones (the cases of issue 15: a source "assistant", arguments that
@@ -508,6 +509,7 @@ def mapc_outputs(drawn: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
             for n, one in enumerate(doc if type(doc) is list else [doc]):
                 out.append((f"mapc/{fmt}/{path.name}/{n}", one))
     out += claude_code_outputs()
+    out += codex_outputs()
     for name, doc in drawn:
         for target in ("actf", "openai-msg"):
             try:
@@ -540,6 +542,21 @@ def claude_code_outputs() -> list[tuple[str, Any]]:
     for i, records in enumerate(draw_many(sessions(), 20)):
         data = b"".join(orjson.dumps(r) + b"\n" for r in records)
         out.append((f"mapc/claude-code/drawn/{i}", mapc.convert("claude-code", "atif", data)))
+    return out
+
+
+def codex_outputs() -> list[tuple[str, Any]]:
+    """mapc's ATIF for the Codex rollouts (issue 18) and for 40 generated rollouts (`--only mapc/codex`)."""
+    from codex_strategies import jsonl, rollouts
+
+    import mapc
+
+    out = []
+    for path in sorted((ROOT / "tests" / "data" / "fixtures" / "codex").glob("*.jsonl")):
+        doc = mapc.convert("codex", "atif", path.read_bytes(), jsonl=True, path=path.name)
+        out.append((f"mapc/codex/{path.name}/0", doc))
+    for i, recs in enumerate(draw_many(rollouts(), 40)):
+        out.append((f"mapc/codex-rollouts/{i}", mapc.convert("codex", "atif", jsonl(recs), jsonl=True)))
     return out
 
 
@@ -579,7 +596,13 @@ def main() -> None:
         help="record only the documents whose name starts with PREFIX (e.g. mapc/claude-code/), keeping the other rows",
     )
     args = parser.parse_args()
-    items = claude_code_outputs() if args.only == "mapc/claude-code/" else corpus()
+    items = (
+        claude_code_outputs()
+        if args.only == "mapc/claude-code/"
+        else codex_outputs()
+        if args.only == "mapc/codex"
+        else corpus()
+    )
     if args.only:
         items = [(n, d) for n, d in items if n.startswith(args.only)]
     seen: set[bytes] = set()
@@ -611,6 +634,8 @@ def main() -> None:
             f.write("\n")
     valid = sum(v["valid"] for v in verdicts)
     print(f"{len(verdicts)} documents, {valid} valid, {len(verdicts) - valid} invalid (Harbor {verdicts[0]['harbor']})")
+    if kept:
+        print(f"{len(kept)} other documents kept as recorded")
 
 
 if __name__ == "__main__":
