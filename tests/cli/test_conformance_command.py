@@ -19,6 +19,7 @@ from mapc.cli.main import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "conformance"
+SLOW = pytest.mark.slow  # each case a process that imports mapc: ~0.5 CPU s a case
 
 STORY = {"schema_version": "storyline/v1", "session": "s1", "agent": {"id": "a"}, "turns": []}
 ATIF = {
@@ -198,6 +199,7 @@ def test_a_correct_wrapper_passes(runner, cases, tmp_path):
     assert "FAIL" not in result.output
 
 
+@pytest.mark.slow  # a process per case of the pointer suite; the small suite above runs in the default tier
 def test_a_correct_wrapper_passes_a_real_subset(runner, tmp_path):
     result = runner.invoke(
         cli,
@@ -220,8 +222,9 @@ def test_a_correct_wrapper_passes_a_real_subset(runner, tmp_path):
         ("always_valid", ALWAYS_VALID, "validate > empty session"),
         ("drops_unknown_fields", DROPS_UNKNOWN_FIELDS, "forward keeps unknown keys > a vendor key"),
         ("wrong_code", WRONG_CODE, "validate > empty session"),
-        ("content_before_path", CONTENT_BEFORE_PATH, "detect > path before content"),
-        ("unknown_as_text", UNKNOWN_AS_TEXT, "detect > unknown"),
+        # the default tier catches these two in test_a_wrong_detect_answer_fails_exactly_its_test
+        pytest.param("content_before_path", CONTENT_BEFORE_PATH, "detect > path before content", marks=SLOW),
+        pytest.param("unknown_as_text", UNKNOWN_AS_TEXT, "detect > unknown", marks=SLOW),
     ],
 )
 def test_a_wrong_implementation_is_caught(runner, cases, tmp_path, name, code, caught):
