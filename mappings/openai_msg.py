@@ -1,4 +1,4 @@
-"""OpenAI Messages (RFC-0009 as restated in REFERENCE.md §1.5): the two functions openai-msg.yaml names.
+"""OpenAI Messages (docs/formats.md, "OpenAI Messages"): the two functions openai-msg.yaml names.
 
 `engine/rows.py` does what any row corpus needs (shape, grouping by session, ordering by step,
 JSON strings decoded, unknown keys kept); these functions do what only this format needs: pick
