@@ -6,7 +6,8 @@
 4. every reject rule of docs/formats.md (ACTF: what reading refuses), with code and pointer;
 5. containers and the ``_storyline`` envelope (carriers ``/attempts/{a}``);
 6. edges the laws found, kept as minimal regression tests;
-7. gaps: minimal tests of what mapc loses or rejects against the reference's rules (docs/formats.md "ACTF"; they fail until fixed).
+7. gaps: minimal tests of what mapc loses or rejects against the reference's rules (docs/formats.md
+   "ACTF"; they fail until fixed).
 
 Attempt order: issue 4 asks for the order the file lists the attempts; the reference sorts the keys as
 strings (``"10"`` < ``"2"``).  mapc follows the issue (docs/formats.md, ACTF), and so do these tests.
