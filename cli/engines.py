@@ -19,6 +19,8 @@ import multiprocessing
 import os
 import signal
 import socket
+import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
@@ -63,7 +65,7 @@ class LocalEngine:
         # children, so their CPU time is the command's (RUSAGE_CHILDREN) once the pool is shut down
         context = multiprocessing.get_context("spawn")
         workers = min(self.parallelism, len(items))
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_ignore_interrupts)
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker)
         try:
             futures: dict[Future[Any], int] = {pool.submit(fn, item): i for i, item in enumerate(items)}
             for future in as_completed(futures):
@@ -75,10 +77,19 @@ class LocalEngine:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _ignore_interrupts() -> None:
+def _start_worker() -> None:
     """A worker process leaves Ctrl-C to the command: the terminal sends SIGINT to the whole process group,
-    and the command stops the pool (each worker ends the batch it is on; no traceback of its own)."""
+    and the command stops the pool (each worker ends the batch it is on; no traceback of its own).  And it
+    ends when the command is gone: a command killed outright (SIGKILL) cannot stop its pool, and each
+    worker holds the pool's queue open itself, so it would wait for work forever."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
+
+
+def _exit_with_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
 
 
 class RayEngine:

@@ -5,6 +5,7 @@ output file is whole (issue 10; SECURITY.md)."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import signal
@@ -42,12 +43,35 @@ def stored(src: Path, root: Path) -> None:
 
 
 def killed(args: list[str], after: float) -> None:
-    """Run mapc with `args` and SIGKILL it after `after` seconds (if it is still running)."""
-    proc = subprocess.Popen([*MAPC, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    """Run mapc with `args` and SIGKILL it after `after` seconds (if it is still running); then no
+    process it started (a worker of its pool) is left running."""
+    mark = f"mapc-killed-{os.getpid()}-{time.monotonic_ns()}"
+    env = {**os.environ, "MAPC_TEST_MARK": mark}  # read by nothing: it names the processes started here
+    proc = subprocess.Popen([*MAPC, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     time.sleep(after)
     if proc.poll() is None:
         proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=60)
+    deadline = time.monotonic() + 30
+    while (left := marked(mark)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not left, f"processes outlived the killed command: {left}"
+
+
+def marked(mark: str) -> list[int]:
+    """The running processes whose environment holds `mark` (Linux's /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:  # gone already, or not ours to read
+            continue
+        if f"MAPC_TEST_MARK={mark}".encode() in environ.split(b"\0") and state != "Z":
+            found.append(int(entry.name))
+    return found
 
 
 def documents(root: Path) -> int:
