@@ -138,7 +138,7 @@ class Summary:
     failures: tuple[FileResult, ...] = ()
     skips: tuple[FileResult, ...] = ()
     existing: int = 0
-    reports: tuple[FileResult, ...] = ()  # the converted files that are not exact (or not owner-valid)
+    reports: tuple[FileResult, ...] = ()  # the converted files that are not exact
 
     @property
     def mb_per_second(self) -> float:
@@ -466,7 +466,7 @@ def summarize(results: Iterable[FileResult], seconds: float) -> Summary:
         failures=tuple(by_status[FAILED]),
         skips=tuple(by_status[SKIPPED]),
         existing=len(by_status[EXISTING]),
-        reports=tuple(r for r in by_status[CONVERTED] if r.loss is not None and r.loss.noteworthy),
+        reports=tuple(r for r in by_status[CONVERTED] if r.loss is not None and not r.loss.exact),
     )
 
 

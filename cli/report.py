@@ -47,8 +47,10 @@ def refusal(report: loss.Report) -> Problem:
 
 
 def lines(reports: Iterable[loss.Report]) -> list[str]:
-    """One warning line per report that is not exact (or whose output its format's owner refuses)."""
-    return [shown(f"warning: {r.line()}") for r in reports if r.noteworthy]
+    """One warning line per report that is not exact (issue 15 §4).  An exact conversion prints
+    nothing, even when its output is one its format's owner refuses (an ATIF input that already
+    carried keys Harbor forbids, written back as it was): `--report` says that (`invalid`)."""
+    return [shown(f"warning: {r.line()}") for r in reports if not r.exact]
 
 
 def owner_checked(report: loss.Report, fmt: str, output: Any) -> loss.Report:

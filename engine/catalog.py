@@ -2,55 +2,253 @@
 
 The engine knows no format.  A `Catalog` says where the shipped specs are (a package holding
 ``NAME.yaml`` files), which modules register spec functions (engine/functions.py) and which
-package's modules declare codecs (engine/codecs.py); it is built at the top, by ``mapc``
-(api/__init__.py) for the shipped formats, and installed here before the engine is used.  The
-engine imports what the installed catalog names, and nothing of `mapc.mappings` by itself
-(tests/test_layers.py).
+package's modules declare codecs (engine/codecs.py).  It is built at the top, by ``mapc``
+(api/__init__.py) for the shipped formats, and passed down: `compile_spec`, `functions.lookup`,
+`codecs.lookup` and the Storyline validator's count trees take it as an argument.  The catalog
+``import mapc`` builds is also *installed* as the default for callers that pass none (the
+library's own entry points, which predate the argument); a second catalog can be built and passed
+to any of them without installing it.  The engine imports what a catalog names, and nothing of
+`mapc.mappings` by itself (tests/test_layers.py).
 
-Each spec is loaded and compiled once per process, and only when it is run: a small conversion
-pays for its own spec, not for every format.  The count trees of the shipped specs and codecs tell
-the Storyline validator how to normalize `unknown_key_counts` of each source (docs/envelope.md); they
-are found source by source, as a document names them (`count_trees`), and aliases are read from the
-specs' data without compiling them.  This module is imported by ``import mapc``: it imports nothing
-heavy itself.
+A catalog holds what it compiled: each shipped spec once, and only when it is run (a small
+conversion pays for its own spec, not for every format), and a spec given by path once per text
+(an edited file is compiled again, so a long-lived process never runs a stale copy).  The count
+trees of its specs and codecs tell the Storyline validator how to normalize `unknown_key_counts`
+of each source (docs/envelope.md); they are found source by source, as a document names them
+(`count_trees`), and aliases are read from the specs' data without compiling them.  This module
+is imported by ``import mapc``: it imports nothing heavy itself.
 """
 
 from __future__ import annotations
 
-import functools
 import importlib
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from mapc.engine.codecs import Codec
     from mapc.engine.compile import Program
+    from mapc.engine.formats import Format
     from mapc.engine.residual import Tree
 
 
-class Catalog(NamedTuple):
+@dataclass(frozen=True)
+class Catalog:
     """The formats the engine runs: `specs`, a package holding the shipped ``NAME.yaml`` specs;
     `functions`, modules whose import registers the functions specs may call; `codecs`, a
-    package whose modules may each declare a ``CODEC`` (None: no codecs)."""
+    package whose modules may each declare a ``CODEC`` (None: no codecs).  What it loads and
+    compiles it keeps (not part of its value: two catalogs naming the same packages are equal)."""
 
     specs: str
     functions: tuple[str, ...] = ()
     codecs: str | None = None
+    _held: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    # -- functions and codecs --
 
     def load_functions(self) -> None:
-        """Import the function modules (each registers its functions on import)."""
-        for module in self.functions:
-            importlib.import_module(module)
+        """Import the function modules (each registers its functions on import), once."""
+        if "functions" not in self._held:
+            for module in self.functions:
+                importlib.import_module(module)
+            self._held["functions"] = True
+
+    def codec_table(self) -> dict[str, Codec]:
+        """The codecs of this catalog by name: every ``CODEC`` its codec package's modules define
+        (imported on first use), and those added with `codecs.register`."""
+        table: dict[str, Codec] | None = self._held.get("codecs")
+        if table is None:
+            import pkgutil
+
+            from mapc.engine.codecs import Codec
+
+            table = {}
+            if self.codecs is not None:
+                package = importlib.import_module(self.codecs)
+                for info in pkgutil.iter_modules(package.__path__):
+                    codec = getattr(importlib.import_module(f"{self.codecs}.{info.name}"), "CODEC", None)
+                    if isinstance(codec, Codec):
+                        table.setdefault(codec.name, codec)
+            self._held["codecs"] = table
+        return table
+
+    # -- specs --
+
+    def shipped_names(self) -> list[str]:
+        """Names of the built-in specs, one per YAML file in the spec package."""
+        names: list[str] | None = self._held.get("names")
+        if names is None:
+            from mapc.engine import resources
+
+            names = sorted(n[: -len(".yaml")] for n in resources.names(self.specs) if n.endswith(".yaml"))
+            self._held["names"] = names
+        return names
+
+    def spec_text(self, name: str) -> str:
+        """The YAML text of the built-in spec `name`."""
+        from mapc.engine import resources
+
+        return resources.read_text(self.specs, f"{name}.yaml")
+
+    def _spec_data(self, name: str) -> Any:
+        """The parsed data of the built-in spec `name` (parsed once, or taken from the spec cache)."""
+        data: dict[str, Any] = self._held.setdefault("data", {})
+        if name not in data:
+            from mapc.engine.spec import parse_yaml
+
+            data[name] = parse_yaml(f"{name}.yaml", self.spec_text(name))[0]
+        return data[name]
+
+    def program(self, name_or_path: str) -> Program:
+        """The compiled spec for a built-in name (or an alias a spec declares) or a path to a YAML
+        spec.  A path is read on every call and compiled again when its text changed."""
+        from mapc.engine.compile import compile_spec
+        from mapc.engine.spec import load_spec
+
+        programs: dict[str, Program] = self._held.setdefault("programs", {})
+        names = self.shipped_names()
+        if name_or_path not in names and name_or_path in self.aliases():
+            name_or_path = self.aliases()[name_or_path]
+        if name_or_path in names:
+            found = programs.get(name_or_path)
+            if found is None:
+                found = programs[name_or_path] = compile_spec(
+                    load_spec(f"{name_or_path}.yaml", self.spec_text(name_or_path)), self
+                )
+            return found
+        return self._program_at(name_or_path, names)
+
+    def _program_at(self, name_or_path: str, names: list[str]) -> Program:
+        from pathlib import Path
+
+        from mapc.engine.compile import compile_spec
+        from mapc.engine.problems import MapcError
+        from mapc.engine.spec import load_spec, read_spec_text
+
+        path = Path(name_or_path)
+        if not path.is_file():
+            raise MapcError.single(
+                "spec.not_found", "", f"no spec {name_or_path!r}: not a file, nor a built-in ({', '.join(names)})"
+            )
+        text = read_spec_text(path)
+        by_path: dict[str, tuple[str, Program]] = self._held.setdefault("paths", {})
+        key = str(path.resolve())
+        held = by_path.get(key)
+        if held is not None and held[0] == text:
+            return held[1]
+        compiled = compile_spec(load_spec(path, text), self)
+        by_path[key] = (text, compiled)  # the latest text of each path only: bounded by the files named
+        return compiled
+
+    def aliases(self) -> dict[str, str]:
+        """Other names of the shipped formats (a spec's `aliases:`), e.g. a long form of its name;
+        read from each spec's data, as the spec reader reads them, without compiling it."""
+        out: dict[str, str] | None = self._held.get("aliases")
+        if out is None:
+            out = {}
+            for name in self.shipped_names():
+                data = self._spec_data(name)
+                for alias in (data.get("aliases") if type(data) is dict else None) or ():
+                    out[str(alias)] = name
+            self._held["aliases"] = out
+        return out
+
+    def count_trees(self) -> Mapping[str, Tree]:
+        """Unknown-key count normalization per source, from the shipped specs' declared arrays and
+        the codecs' own trees; each tree is made when a document first names its source."""
+        return _CountTrees(self)
+
+    def tree_of(self, source: str) -> Tree | None:
+        """The count tree of residual source `source`: of the shipped spec that declares it
+        (compiled then, as running it would be), else of the codec that writes it, else None."""
+        trees: dict[str, Any] = self._held.setdefault("trees", {})
+        if source not in trees:
+            name = self._declared_sources().get(source)
+            if name is not None:
+                trees[source] = self.program(name).count_tree
+            else:
+                codec = next((c for c in self.codec_table().values() if c.source == source), None)
+                trees[source] = codec.count_tree if codec is not None else None
+        return trees[source]  # type: ignore[no-any-return]
+
+    def all_count_trees(self) -> dict[str, Tree]:
+        """Every count tree: of every shipped spec (all compiled) and every codec."""
+        every: dict[str, Tree] | None = self._held.get("every tree")
+        if every is None:
+            every = {self.program(n).spec.source: self.program(n).count_tree for n in self.shipped_names()}
+            every.update({c.source: c.count_tree for c in self.codec_table().values()})
+            self._held["every tree"] = every
+        return every
+
+    def _declared_sources(self) -> dict[str, str]:
+        """Residual source -> the shipped spec declaring it, read from the specs' data (as the spec
+        reader reads `source`, whose default is the name) without compiling them."""
+        out: dict[str, str] | None = self._held.get("sources")
+        if out is None:
+            out = {}
+            for name in self.shipped_names():
+                data = self._spec_data(name)
+                if type(data) is dict:
+                    out.setdefault(str(data.get("source", data.get("name", name))), name)
+            self._held["sources"] = out
+        return out
+
+    # -- formats --
+
+    def format(self, name: str) -> Format:
+        """The `Format` called `name` (or an alias): the hub, a spec format or a codec."""
+        from mapc.engine.formats import format_of
+
+        return format_of(self, name)
+
+    def compiled(self) -> list[str]:
+        """The shipped specs this catalog has compiled so far (a run compiles only its own)."""
+        return sorted(self._held.get("programs", {}))
+
+    def memo(self, key: str, make: Callable[[], Any]) -> Any:
+        """What `make()` gives, made once per catalog and kept under `key` (for the engine's
+        modules that derive tables from a catalog, e.g. detection rules)."""
+        if key not in self._held:
+            self._held[key] = make()
+        return self._held[key]
+
+    def clear(self) -> None:
+        """Forget what was compiled and loaded (the next use loads it again)."""
+        functions_loaded = "functions" in self._held
+        self._held.clear()
+        if functions_loaded:  # registered functions stay registered: importing again would not re-run them
+            self._held["functions"] = True
+
+
+class _CountTrees(Mapping[str, "Tree"]):
+    """The count tree of each residual source of a catalog, found when a document names the source;
+    iterating makes the whole table."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self._catalog = catalog
+
+    def __getitem__(self, source: str) -> Tree:
+        tree = self._catalog.tree_of(source)
+        if tree is None:
+            raise KeyError(source)
+        return tree
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._catalog.all_count_trees())
+
+    def __len__(self) -> int:
+        return len(self._catalog.all_count_trees())
 
 
 _INSTALLED: list[Catalog] = []
 
 
 def install(catalog: Catalog) -> None:
-    """Make `catalog` the one the engine runs (before first use: compiled specs are cached)."""
+    """Make `catalog` the default for callers that pass none (``import mapc`` installs the shipped
+    one); it is used afresh (what it had compiled is forgotten)."""
+    catalog.clear()
     _INSTALLED[:] = [catalog]
-    for cached in (program, _all_count_trees, aliases, _shipped, _declared_sources):
-        cached.cache_clear()
-    _TREES.clear()
 
 
 def installed() -> Catalog:
@@ -60,120 +258,26 @@ def installed() -> Catalog:
     return _INSTALLED[0]
 
 
-def shipped_names() -> list[str]:
-    """Names of the built-in specs, one per YAML file in the catalog's spec package."""
-    return list(_shipped())
+def shipped_names(catalog: Catalog | None = None) -> list[str]:
+    """Names of the built-in specs of `catalog` (None: the installed one)."""
+    return (catalog or installed()).shipped_names()
 
 
-@functools.cache
-def _shipped() -> tuple[str, ...]:
-    from mapc.engine import resources
-
-    return tuple(sorted(n[: -len(".yaml")] for n in resources.names(installed().specs) if n.endswith(".yaml")))
-
-
-def spec_text(name: str) -> str:
+def spec_text(name: str, catalog: Catalog | None = None) -> str:
     """The YAML text of the built-in spec `name`."""
-    from mapc.engine import resources
-
-    return resources.read_text(installed().specs, f"{name}.yaml")
+    return (catalog or installed()).spec_text(name)
 
 
-@functools.cache
-def program(name_or_path: str) -> Program:
-    """The compiled spec for a built-in name (or an alias a spec declares) or a path to a YAML spec."""
-    from pathlib import Path
-
-    from mapc.engine.compile import compile_spec
-    from mapc.engine.problems import MapcError
-    from mapc.engine.spec import load_spec
-
-    if name_or_path not in shipped_names() and name_or_path in aliases():
-        return program(aliases()[name_or_path])
-    if name_or_path in shipped_names():
-        return compile_spec(load_spec(f"{name_or_path}.yaml", spec_text(name_or_path)))
-    path = Path(name_or_path)
-    if not path.is_file():
-        raise MapcError.single(
-            "spec.not_found",
-            "",
-            f"no spec {name_or_path!r}: not a file, nor a built-in ({', '.join(shipped_names())})",
-        )
-    return compile_spec(load_spec(path))
+def program(name_or_path: str, catalog: Catalog | None = None) -> Program:
+    """`Catalog.program` of `catalog` (None: the installed one)."""
+    return (catalog or installed()).program(name_or_path)
 
 
-_TREES: dict[str, Any] = {}  # source -> its count tree (None: no format declares it), found so far
+def count_trees(catalog: Catalog | None = None) -> Mapping[str, Tree]:
+    """`Catalog.count_trees` of `catalog` (None: the installed one)."""
+    return (catalog or installed()).count_trees()
 
 
-class _CountTrees(Mapping[str, "Tree"]):
-    """The count tree of each residual source, found when a document names the source (`_tree_of`);
-    iterating makes the whole table."""
-
-    def __getitem__(self, source: str) -> Tree:
-        if source not in _TREES:
-            _TREES[source] = _tree_of(source)
-        tree = _TREES[source]
-        if tree is None:
-            raise KeyError(source)
-        return tree  # type: ignore[no-any-return]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(_all_count_trees())
-
-    def __len__(self) -> int:
-        return len(_all_count_trees())
-
-
-def _tree_of(source: str) -> Tree | None:
-    """The tree of the shipped spec that declares `source` (compiled then, as running it would be),
-    else of the codec that writes it, else None.  A source belongs to one format."""
-    from mapc.engine import codecs
-
-    name = _declared_sources().get(source)
-    if name is not None:
-        return program(name).count_tree
-    return codecs.count_trees().get(source)
-
-
-@functools.cache
-def _declared_sources() -> dict[str, str]:
-    """Residual source -> the shipped spec declaring it, read from the specs' data (as the spec reader
-    reads `source`, whose default is the name) without compiling them."""
-    from mapc.engine.spec import parse_yaml
-
-    out: dict[str, str] = {}
-    for name in _shipped():
-        data, _ = parse_yaml(f"{name}.yaml", spec_text(name))
-        if type(data) is dict:
-            out.setdefault(str(data.get("source", data.get("name", name))), name)
-    return out
-
-
-def count_trees() -> Mapping[str, Tree]:
-    """Unknown-key count normalization per source, from the shipped specs' declared arrays and the
-    codecs' own trees; each tree is made when a document first names its source."""
-    return _CountTrees()
-
-
-@functools.cache
-def _all_count_trees() -> dict[str, Tree]:
-    from mapc.engine import codecs
-
-    trees = {program(name).spec.source: program(name).count_tree for name in shipped_names()}
-    trees.update(codecs.count_trees())
-    return trees
-
-
-@functools.cache
-def aliases() -> dict[str, str]:
-    """Other names of the shipped formats (a spec's `aliases:`), e.g. a long form of its name; read from
-    each spec's data (parsed once, or taken from the spec cache), as the spec reader reads them."""
-    from mapc.engine.spec import parse_yaml
-
-    out: dict[str, str] = {}
-    for name in shipped_names():
-        data, _ = parse_yaml(f"{name}.yaml", spec_text(name))
-        listed = data.get("aliases") if type(data) is dict else None
-        for alias in listed or ():
-            out[str(alias)] = name
-    return out
+def aliases(catalog: Catalog | None = None) -> dict[str, str]:
+    """`Catalog.aliases` of `catalog` (None: the installed one)."""
+    return (catalog or installed()).aliases()

@@ -5,24 +5,24 @@ another shape (Markdown with a YAML frontmatter, say) is instead a *codec*: a pa
 ``decode(data, path, options) -> [Storyline, …]`` and ``encode([Storyline, …]) -> text``, declared with the
 path patterns and content test that detect its files and the count tree of its residual source.
 
-The engine names no codec.  The installed catalog (engine/catalog.py) names a package whose
-modules may each declare one by defining a module-level ``CODEC = Codec(...)``; the registry
-imports every module of that package the first time it is asked, and registers each ``CODEC`` it
-finds.  `register` adds one by hand (before first use: the
-Storyline validator caches the count trees it reads from here).
+The engine names no codec.  A catalog (engine/catalog.py) names a package whose modules may each
+declare one by defining a module-level ``CODEC = Codec(...)``; the catalog imports every module of
+that package the first time it is asked, and holds each ``CODEC`` it finds.  Each function here
+takes the catalog to ask (None: the installed one).  `register` adds one by hand (before first
+use: the catalog keeps the count trees it reads from here).
 """
 
 from __future__ import annotations
 
-import functools
-import importlib
-import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mapc.engine.options import Options
 from mapc.engine.residual import Tree
+
+if TYPE_CHECKING:
+    from mapc.engine.catalog import Catalog
 
 Decode = Callable[[bytes, "str | None", Options], list[dict[str, Any]]]
 Encode = Callable[[list[dict[str, Any]]], "str | bytes"]
@@ -53,52 +53,39 @@ class Codec:
     description: str = ""
 
 
-_REGISTRY: dict[str, Codec] = {}
-
-
-def register(codec: Codec) -> Codec:
-    """Add `codec` to the registry; a second, different codec with the same name is an error."""
-    known = _REGISTRY.get(codec.name)
+def register(codec: Codec, catalog: Catalog | None = None) -> Codec:
+    """Add `codec` to `catalog`'s codecs (None: the installed catalog's); a second, different
+    codec with the same name is an error."""
+    table = _table(catalog)
+    known = table.get(codec.name)
     if known is not None and known is not codec:
         raise ValueError(f"codec {codec.name!r} is already registered")
-    _REGISTRY[codec.name] = codec
+    table[codec.name] = codec
     return codec
 
 
-@functools.cache
-def _load() -> None:
-    """Import the modules of the catalog's codec package once and register every ``CODEC`` they define."""
-    from mapc.engine import catalog
+def _table(catalog: Catalog | None) -> dict[str, Codec]:
+    from mapc.engine import catalog as catalogs
 
-    name = catalog.installed().codecs
-    if name is None:
-        return
-    package = importlib.import_module(name)
-    for info in pkgutil.iter_modules(package.__path__):
-        module = importlib.import_module(f"{name}.{info.name}")
-        codec = getattr(module, "CODEC", None)
-        if isinstance(codec, Codec):
-            register(codec)
+    return (catalog or catalogs.installed()).codec_table()
 
 
-def lookup(name: str) -> Codec | None:
+def lookup(name: str, catalog: Catalog | None = None) -> Codec | None:
     """The codec called `name`, if any."""
-    _load()
-    return _REGISTRY.get(name)
+    return _table(catalog).get(name)
 
 
-def names() -> list[str]:
-    """The names of every registered codec, sorted."""
-    _load()
-    return sorted(_REGISTRY)
+def names(catalog: Catalog | None = None) -> list[str]:
+    """The names of every codec, sorted."""
+    return sorted(_table(catalog))
 
 
-def codecs() -> list[Codec]:
-    """Every registered codec, by name."""
-    _load()
-    return [_REGISTRY[name] for name in sorted(_REGISTRY)]
+def codecs(catalog: Catalog | None = None) -> list[Codec]:
+    """Every codec, by name."""
+    table = _table(catalog)
+    return [table[name] for name in sorted(table)]
 
 
-def count_trees() -> Mapping[str, Tree]:
+def count_trees(catalog: Catalog | None = None) -> Mapping[str, Tree]:
     """The count tree of each codec's residual source."""
-    return {codec.source: codec.count_tree for codec in codecs()}
+    return {codec.source: codec.count_tree for codec in codecs(catalog)}

@@ -13,7 +13,9 @@ hand-written converter does (dict lookups and stores, inline), so a spec runs at
 of code written for one format.  The source is compiled once per program and registered in
 `linecache` under ``<mapc NAME.yaml forward/reverse>``, so tracebacks and pdb show real lines.
 Every row is written out here with the semantics its rule object defines (program.py: `Rule.forward`,
-`Rule.value`, `Rule.reverse_value`, `Rule.reverse`), specialized for what the row says: chains become
+`Rule.value`, `Rule.reverse_value`, `Rule.reverse`), from the op table: `FORWARD` holds one code
+writer per op of `ops.OPS`, and a copy's or a chain's candidate test is the op's `takes_code` (the
+code of the `takes` test its rule object runs).  Each is specialized for what the row says: chains become
 nested branches, the inputs a chain leaves unmapped are known per branch, and the guard that asks
 a computed row's reverse what it would write back is code too.  A row falls back to its rule
 object's method only in the rare shapes written out nowhere here (a guard reading a Storyline value
@@ -43,7 +45,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mapc.engine import cache
-from mapc.engine.ops import CONDITIONS, candidate_code, condition_code
+from mapc.engine.ops import CONDITIONS, OPS, candidate_code, condition_code
 from mapc.engine.pointer import escape
 from mapc.engine.program import (
     Frame,
@@ -193,6 +195,12 @@ def row_comment(rule: Rule) -> str:
     return f"# {_COMMENT_SAFE.sub('?', at.file)[:120]}:{int(at.line)} {_COMMENT_SAFE.sub('?', rule.spec.label)}"
 
 
+def _takes(w: _Writer, rule: Rule, var: str) -> str:
+    """The op's candidate test of `var` (present or MISSING) for this rule, as an expression:
+    `ops.Op.takes_code`, the code of the test `Op.takes` that the rule objects run."""
+    return OPS[rule.spec.op].takes_code(rule.spec, var, _condition(w, rule, var) if rule.condition else None)
+
+
 def _condition(w: _Writer, rule: Rule, var: str) -> str:
     """The rule's `when` condition over `var`, as an expression."""
     if rule.spec.when in CONDITIONS:
@@ -254,6 +262,8 @@ def _expr(w: _Writer, d: int, source: Source, env: _Env) -> str:
         return w.read(f"{env.out_up}[{source.level}]", source.path)
     if kind == "count":
         return "ctx.count"
+    if kind == "const":  # a spec value: repr() of a plain scalar, else the constants table
+        return w.literal(source.value)
     return "MISSING"
 
 
@@ -293,36 +303,42 @@ Fin = list[Callable[[], None]]  # what a scope function does once its Storyline 
 
 
 def _forward_rule(w: _Writer, d: int, rule: Rule, level: int, fin: Fin) -> None:
-    spec = rule.spec
-    if spec.reverse_only:
-        return
-    if spec.op == "const":
-        for target in rule.targets:
-            w.put(d, "dst", target, w.literal(spec.value))
-        return
-    local = all(s.kind == "elem" and s.level == level for s in rule.sources)
-    if spec.op == "first_of" and spec.derived and not spec.nonempty and local:
-        _first_present(w, d, rule)
-        return
+    """Write the forward of one row: its op's code writer (`FORWARD`, one per op of ops.OPS)."""
+    if not rule.spec.reverse_only:
+        FORWARD[rule.spec.op](w, d, rule, level, fin)
+
+
+def _forward_const(w: _Writer, d: int, rule: Rule, level: int, fin: Fin) -> None:
+    """const (ops._choose_const): the value, at every target."""
+    for target in rule.targets:
+        w.put(d, "dst", target, w.literal(rule.spec.value))
+
+
+def _forward_call(w: _Writer, d: int, rule: Rule, level: int, fin: Fin) -> None:
+    """call (ops._choose_call): the function of its arguments, unless it gives no value."""
     env = _forward_env(level)
-    if spec.op == "call":
-        args = [_expr(w, d, s, env) for s in rule.sources]
-        w.emit(d, f"v = {w.const(rule.convert, 'F')}({', '.join(args)})")
-        w.emit(d, "if v is not MISSING:")
-        for target in rule.targets:
-            w.put(d + 1, "dst", target, "v")
-        if rule.reverse_fn is not None:  # a computed value with a reverse: checked once the Storyline is written
-            _reverse_fn_check(w, d, rule, level, fin)
-        return
-    inline = _inline_source(rule, level) if spec.op == "copy" else None
+    args = [_expr(w, d, s, env) for s in rule.sources]
+    w.emit(d, f"v = {w.const(rule.convert, 'F')}({', '.join(args)})")
+    w.emit(d, "if v is not MISSING:")
+    for target in rule.targets:
+        w.put(d + 1, "dst", target, "v")
+    if rule.reverse_fn is not None:  # a computed value with a reverse: checked once the Storyline is written
+        _reverse_fn_check(w, d, rule, level, fin)
+
+
+def _forward_sources(w: _Writer, d: int, rule: Rule, level: int, fin: Fin) -> None:
+    """copy and first_of (ops._choose_candidates): each source asked the op's test (`_takes`);
+    a plain copy of one value of the element or the document is written out inline."""
+    spec = rule.spec
+    inline = _inline_source(rule, level) if not OPS[spec.op].chain else None
     if inline is None or rule.guarded or rule.with_args:
         _forward_chain(w, d, rule, level, fin)
         return
     obj, path = inline
     w.get(d, "v", obj, path) if obj == "src" else w.emit(d, f"v = {w.read(obj, path)}")
-    w.emit(d, "if v is not MISSING:" if spec.keep_null else "if v is not MISSING and v is not None:")
+    w.emit(d, f"if {OPS[spec.op].takes_code(spec, 'v', None)}:")  # a copy's test; its condition apart
     inner = d + 1
-    if rule.condition is not None:
+    if rule.condition is not None:  # a copy's condition, apart: what fails it may be kept (below)
         w.emit(inner, f"if {_condition(w, rule, 'v')}:")
         inner += 1
     value = "v"
@@ -337,6 +353,15 @@ def _forward_rule(w: _Writer, d: int, rule: Rule, level: int, fin: Fin) -> None:
         w.emit(d + 1, "else:")  # kept unless the reverse gives it back (checked at the end)
         at = f"{pointer_text(path)!r}" if obj == "ctx.top" else f"prefix + {pointer_text(path)!r}"
         _value_check(w, d + 2, rule, level, fin, at, "v")
+
+
+FORWARD: dict[str, Callable[[_Writer, int, Rule, int, Fin], None]] = {
+    "copy": _forward_sources,
+    "first_of": _forward_sources,
+    "const": _forward_const,
+    "call": _forward_call,
+}
+assert FORWARD.keys() == OPS.keys(), "every op of ops.OPS has its code writer here"
 
 
 def _at(rule: Rule, i: int) -> str:
@@ -361,14 +386,11 @@ def _forward_chain(w: _Writer, d: int, rule: Rule, level: int, fin: Fin) -> None
             _chain_tail(w, depth, rule, level, fin, -1)
             return
         w.emit(depth, f"x = {_expr(w, depth, rule.sources[j], env)}")
-        if spec.op == "first_of":
-            test = candidate_code("x", spec.nonempty, _condition(w, rule, "x") if rule.condition else None)
-        else:
-            test = "x is not MISSING" + ("" if spec.keep_null else " and x is not None")  # ops.is_copied
+        test = _takes(w, rule, "x")
         w.emit(depth, f"if {test}:")
         _chain_tail(w, depth + 1, rule, level, fin, j)
         w.emit(depth, "else:")
-        if spec.op == "copy":  # a copy's only source: nothing is chosen
+        if not OPS[spec.op].chain:  # a copy's only source: nothing is chosen
             _chain_tail(w, depth + 1, rule, level, fin, -1)
         else:
             candidate(j + 1, depth + 1)
@@ -383,8 +405,7 @@ def _chain_tail(w: _Writer, d: int, rule: Rule, level: int, fin: Fin, j: int) ->
     if j < 0:
         if auth and spec.op == "first_of":  # a copy's unchosen source is missing or null: nothing to keep
             _keep_unchosen(w, d, rule, level, -1)
-        else:
-            w.emit(d, "pass")
+        w.emit(d, "pass")  # the branch is never empty (no candidate of the chain may be this rule's own)
         return
     checkable = auth and rule.sources[j].plain  # a lost value is kept (unless null) if the reverse loses it
     if spec.op == "copy" and rule.condition is not None:
@@ -528,24 +549,6 @@ def _reverse_fn_check(w: _Writer, d: int, rule: Rule, level: int, fin: Fin) -> N
             w.emit(2, f"ctx.checks[{k} + {n}] = (prefix + {pointer_text(path)!r}, {have})")
 
     fin.append(decide)
-
-
-def _first_present(w: _Writer, d: int, rule: Rule) -> None:
-    """A derived chain: the first present source (null included) decides, converted or not."""
-    names = [w.path_local(d, "src", s.path) for s in rule.sources]
-    w.emit(d, "v = MISSING")
-    for i, n in enumerate(names):
-        w.emit(d + i, f"if {n} is not MISSING:")
-        w.emit(d + i + 1, f"v = {n}")
-        if i < len(names) - 1:
-            w.emit(d + i, "else:")
-    value = "v"
-    if rule.convert is not None:
-        w.emit(d, f"w = {w.const(rule.convert, 'F')}(v) if v is not MISSING else MISSING")
-        value = "w"
-    w.emit(d, f"if {value} is not MISSING and {value} is not None:")
-    for target in rule.targets:
-        w.put(d + 1, "dst", target, value)
 
 
 def _residual_walk(w: _Writer, d: int, obj: str, tokens: tuple[Any, ...], known: str, base: str, n: int) -> None:
@@ -761,7 +764,6 @@ def _write_back_fn(w: _Writer, rule: Rule, level: int) -> tuple[str, int]:
     body.names, body._ids, body._temps = w.names, w._ids, w._temps
     sources = (*rule.sources, *rule.with_args)
     generic = any(_uses(s, ("out",)) for s in sources) or rule.spec.op not in ("copy", "first_of")
-    first = _first_present_semantics(rule, level)
     layout = 3
     if generic or any(_uses(s, ("story", "parent")) for s in sources):
         layout = 7
@@ -777,8 +779,6 @@ def _write_back_fn(w: _Writer, rule: Rule, level: int) -> tuple[str, int]:
         body.emit(1, "ctx.story, ctx.parent = story, parent")
     if generic:
         body.emit(1, f"v = {w.const(rule, 'R')}.value(Frame(out, oup, idx), ctx)")
-    elif first:
-        _first_present_value(body, 1, rule)
     else:
         _rule_value(body, 1, rule, _Env(level, "out", "oup", None, None, cache=False))
     body.emit(1, "if json_equal(v, want):")
@@ -817,13 +817,10 @@ def _rule_value(w: _Writer, d: int, rule: Rule, env: _Env) -> None:
     w.emit(d, "v = MISSING")
     for j, source in enumerate(rule.sources):
         w.emit(d + j, f"x = {_expr(w, d + j, source, env)}")
-        if spec.op == "first_of":
-            test = candidate_code("x", spec.nonempty, _condition(w, rule, "x") if rule.condition else None)
-        else:
-            test = "x is not MISSING" + ("" if spec.keep_null else " and x is not None")  # ops.is_copied
+        test = _takes(w, rule, "x")
         w.emit(d + j, f"if {test}:")
         w.emit(d + j + 1, "v = x")
-        if spec.op == "copy" or j == len(rule.sources) - 1:
+        if not OPS[spec.op].chain or j == len(rule.sources) - 1:
             break
         w.emit(d + j, "else:")
     if spec.op == "copy" and rule.condition is not None:
@@ -833,36 +830,6 @@ def _rule_value(w: _Writer, d: int, rule: Rule, env: _Env) -> None:
         extra = "".join(", " + _expr(w, d + 1, a, env) for a in rule.with_args)
         w.emit(d, "if v is not MISSING:")
         w.emit(d + 1, f"v = {w.const(rule.convert, 'F')}(v{extra})")
-
-
-def _first_present_semantics(rule: Rule, level: int) -> bool:
-    """A derived row whose forward is `_first_present` (a chain) or a plain derived copy: what a
-    write-back compares with is that, not `Rule.value`."""
-    spec = rule.spec
-    local = all(s.kind == "elem" and s.level == level for s in rule.sources)
-    return spec.derived and local and spec.op in ("first_of", "copy") and not spec.nonempty
-
-
-def _first_present_value(w: _Writer, d: int, rule: Rule) -> None:
-    """Emit into `v` the forward value of a `_first_present_semantics` row over the element `out`."""
-    spec = rule.spec
-    w.emit(d, "v = MISSING")
-    for i, source in enumerate(rule.sources):
-        w.emit(d + i, f"x = {w.read('out', source.path, known_dict=True)}")
-        w.emit(d + i, "if x is not MISSING:")
-        w.emit(d + i + 1, "v = x")
-        if spec.op == "copy" or i == len(rule.sources) - 1:
-            break
-        w.emit(d + i, "else:")
-    if spec.op == "copy" and not spec.keep_null:
-        w.emit(d, "if v is None:")
-        w.emit(d + 1, "v = MISSING")
-    if spec.op == "copy" and spec.when:
-        w.emit(d, f"if v is MISSING or not ({_condition(w, rule, 'v')}):")
-        w.emit(d + 1, "v = MISSING")
-    if rule.convert is not None:
-        w.emit(d, "if v is not MISSING:")
-        w.emit(d + 1, f"v = {w.const(rule.convert, 'F')}(v)")
 
 
 def _reverse_scope(w: _Writer, scope: Scope, name: str, counter: list[int]) -> None:

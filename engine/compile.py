@@ -11,7 +11,7 @@ source's scope, two rules writing one target) are `Problem`s located at the rule
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mapc.engine import codegen, functions
 from mapc.engine.ops import authoritative, condition
@@ -20,6 +20,7 @@ from mapc.engine.program import Path, Program, Rule, Scope, Source, pointer_text
 from mapc.engine.residual import ANY_INDEX, ANY_KEY, Tree
 from mapc.engine.spec import (
     CallRef,
+    ConstRef,
     CountRef,
     ParentRef,
     Ref,
@@ -31,12 +32,16 @@ from mapc.engine.spec import (
 )
 from mapc.engine.template import Template, Var
 
+if TYPE_CHECKING:
+    from mapc.engine.catalog import Catalog
+
 
 class _Compiler:
     """Holds the scopes of one spec while its rules are resolved, and the problems found."""
 
-    def __init__(self, spec: Spec) -> None:
+    def __init__(self, spec: Spec, catalog: Catalog | None = None) -> None:
         self.spec = spec
+        self.catalog = catalog
         self.problems: list[Problem] = []
         root_src = spec.each or Template("", ())
         self.root = Scope(root_src, Template("", ()))
@@ -115,6 +120,8 @@ class _Compiler:
             return None
         if isinstance(ref, CountRef):
             return Source("count")
+        if isinstance(ref, ConstRef):
+            return Source("const", value=ref.value)
         if isinstance(ref, CallRef):
             args = [self.source(a, scope, rs, side=side) for a in ref.args]
             fn = self.function(ref.call, rs, len(args))
@@ -149,7 +156,7 @@ class _Compiler:
         return lit
 
     def function(self, name: str, rs: RuleSpec, arity: int | None) -> Any:
-        fn = functions.lookup(name)
+        fn = functions.lookup(name, self.catalog)
         if fn is None:
             known = ", ".join(sorted(k for k in functions.REGISTRY if not k.startswith("__")))
             self.fail("spec.unknown_function", f"unknown function {name!r} (registered: {known})", rs.at)
@@ -269,9 +276,10 @@ class _Compiler:
         return tuple(top)
 
 
-def compile_spec(spec: Spec) -> Program:
-    """Compile `spec`, or raise MapcError with every spec problem found."""
-    c = _Compiler(spec)
+def compile_spec(spec: Spec, catalog: Catalog | None = None) -> Program:
+    """Compile `spec` with the functions `catalog` names (None: the installed catalog's), or
+    raise MapcError with every spec problem found."""
+    c = _Compiler(spec, catalog)
     c.build_scopes()
     c.rules()
     top_objects = c.objects()
@@ -283,7 +291,7 @@ def compile_spec(spec: Spec) -> Program:
         else:
             doc_id = Rule(rs, tuple(Source("top", c.literal(s, rs)) for s in rs.sources if isinstance(s, Template)), ())
     for check in spec.checks:
-        if check.kind == "call" and functions.lookup(check.value) is None:
+        if check.kind == "call" and functions.lookup(check.value, catalog) is None:
             c.fail("spec.unknown_function", f"unknown function {check.value!r} in a check", check.at)
     children = _member_path(c, spec.children, "children")
     each = _member_path(c, spec.each, "each")

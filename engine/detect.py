@@ -12,16 +12,19 @@ the hub, is the engine's own: ``*.storyline.json``, or a ``schema_version`` star
 from __future__ import annotations
 
 import fnmatch
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from mapc.engine import catalog, codecs, functions, pointer
+from mapc.engine import catalog as catalogs
+from mapc.engine import codecs, functions, pointer
 from mapc.engine.values import MISSING
+
+if TYPE_CHECKING:
+    from mapc.engine.catalog import Catalog
 
 STORYLINE = "storyline"
 
@@ -46,14 +49,14 @@ def _prefix(tokens: pointer.Tokens, text: str) -> Predicate:
     return lambda doc: str(pointer.resolve(doc, tokens) or "").startswith(text)
 
 
-def _predicate(rule: dict[str, Any]) -> Predicate:
+def _predicate(rule: dict[str, Any], catalog: Catalog | None = None) -> Predicate:
     tests: list[Predicate] = [_has(pointer.parse(ptr)) for ptr in rule.get("has", [])]
     tests += [_prefix(pointer.parse(ptr), text) for ptr, text in (rule.get("prefix") or {}).items()]
     if "any" in rule:
-        alternatives = [_predicate(r) for r in rule["any"]]
+        alternatives = [_predicate(r, catalog) for r in rule["any"]]
         tests.append(lambda doc: any(p(doc) for p in alternatives))
     if "call" in rule:
-        fn = functions.lookup(rule["call"])
+        fn = functions.lookup(rule["call"], catalog)
         if fn is None:
             raise ValueError(f"unknown detection function {rule['call']!r}")
         call = fn.fn
@@ -61,8 +64,14 @@ def _predicate(rule: dict[str, Any]) -> Predicate:
     return lambda doc: type(doc) is dict and all(t(doc) for t in tests)
 
 
-@functools.cache
-def _rules() -> tuple[list[tuple[str, str]], list[ContentRule]]:
+def _rules(catalog: Catalog | None = None) -> tuple[list[tuple[str, str]], list[ContentRule]]:
+    """The path and content rules of every format of `catalog` (None: the installed one), made
+    once per catalog."""
+    catalog = catalog or catalogs.installed()
+    return catalog.memo("detect", lambda: _make_rules(catalog))
+
+
+def _make_rules(catalog: Catalog) -> tuple[list[tuple[str, str]], list[ContentRule]]:
     paths = [("*.storyline.json", STORYLINE)]
     content = [
         ContentRule(1, STORYLINE, _predicate({"prefix": {"/schema_version": "storyline/"}})),
@@ -72,28 +81,29 @@ def _rules() -> tuple[list[tuple[str, str]], list[ContentRule]]:
         detect = catalog.program(name).spec.detect or {}
         paths.extend((pattern, name) for pattern in detect.get("paths", []))
         for rule in detect.get("content", []):
-            content.append(ContentRule(float(rule.get("order", 100)), name, _predicate(rule), bool(rule.get("first"))))
-    for codec in codecs.codecs():
+            test = _predicate(rule, catalog)
+            content.append(ContentRule(float(rule.get("order", 100)), name, test, bool(rule.get("first"))))
+    for codec in codecs.codecs(catalog):
         paths.extend((pattern, codec.name) for pattern in codec.path_patterns)
     content.sort(key=lambda r: r.order)
     return paths, content
 
 
-def path_rules() -> list[tuple[str, str]]:
+def path_rules(catalog: Catalog | None = None) -> list[tuple[str, str]]:
     """``(pattern, format)`` of every path rule, in the order `by_path` tries them."""
-    return list(_rules()[0])
+    return list(_rules(catalog)[0])
 
 
-def by_path(path: str) -> str | None:
+def by_path(path: str, catalog: Catalog | None = None) -> str | None:
     """The format a file's name says, if any."""
     name = PurePath(path).name
-    for pattern, fmt in _rules()[0]:
+    for pattern, fmt in _rules(catalog)[0]:
         if fnmatch.fnmatchcase(name, pattern) if "/" not in pattern else fnmatch.fnmatchcase(path, pattern):
             return fmt
     return None
 
 
-def by_content(data: bytes, *, jsonl: bool = False) -> str | None:
+def by_content(data: bytes, *, jsonl: bool = False, catalog: Catalog | None = None) -> str | None:
     """The format a file's content says (JSON, or the first non-empty line of JSONL), if any."""
     try:
         if jsonl:
@@ -102,27 +112,27 @@ def by_content(data: bytes, *, jsonl: bool = False) -> str | None:
         else:
             doc = orjson.loads(data)
     except (orjson.JSONDecodeError, StopIteration):
-        return _by_text(data)
+        return _by_text(data, catalog)
     first = doc[0] if type(doc) is list and doc else (doc if jsonl else MISSING)
-    for rule in _rules()[1]:
+    for rule in _rules(catalog)[1]:
         target = first if rule.first else doc
         if target is not MISSING and rule.test(target):
             return rule.format
     return None
 
 
-def _by_text(data: bytes) -> str | None:
+def _by_text(data: bytes, catalog: Catalog | None = None) -> str | None:
     """The codec whose content test accepts `data`, input that is not JSON (a JSON input belongs
     to the content rules above, even when a string in it looks like a codec's marker)."""
-    for codec in codecs.codecs():
+    for codec in codecs.codecs(catalog):
         if codec.content_test is not None and codec.content_test(data):
             return codec.name
     return None
 
 
-def detect(path: str, data: bytes | None = None) -> str | None:
+def detect(path: str, data: bytes | None = None, catalog: Catalog | None = None) -> str | None:
     """The format of the file at `path` (its bytes may be given): path first, then content."""
-    fmt = by_path(path)
+    fmt = by_path(path, catalog)
     if fmt is not None:
         return fmt
     if data is None:
@@ -131,4 +141,4 @@ def detect(path: str, data: bytes | None = None) -> str | None:
                 data = f.read()
         except OSError:
             return None
-    return by_content(data, jsonl=path.endswith((".jsonl", ".ndjson")))
+    return by_content(data, jsonl=path.endswith((".jsonl", ".ndjson")), catalog=catalog)

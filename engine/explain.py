@@ -25,7 +25,7 @@ from mapc.engine.compile import Program
 from mapc.engine.coverage import context, frame, items, node_contexts
 from mapc.engine.problems import MapcError
 from mapc.engine.program import Context, Frame, Path, Rule, Scope, Source
-from mapc.engine.spec import CallRef, CountRef, ParentRef, Ref, RuleSpec, SourceRef, StoryRef, VarRef
+from mapc.engine.spec import CallRef, ConstRef, CountRef, ParentRef, Ref, RuleSpec, SourceRef, StoryRef, VarRef
 from mapc.engine.template import Template, Var, format_tokens
 from mapc.engine.values import MISSING, is_empty
 
@@ -699,6 +699,8 @@ def _ref_text(ref: Ref, bindings: dict[str, Any], prefix: str) -> str:
         return f"the key or position {{{ref.name}}}" + (f" ({value!r})" if value is not None else "")
     if isinstance(ref, CountRef):
         return "the number of Storylines of the document"
+    if isinstance(ref, ConstRef):
+        return repr(ref.value)
     if isinstance(ref, CallRef):
         return f"{ref.call}({', '.join(_ref_text(a, bindings, prefix) for a in ref.args)})"
     return str(ref)

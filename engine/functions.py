@@ -1,7 +1,9 @@
 """The registry of named functions that specs may call, and the engine's own small library.
 
 A spec can call only what is registered here: no spec can import a module or run code.  Format
-helpers register themselves from `mapc.mappings.functions` with the same decorator.  Every
+helpers register themselves with the same decorator, from the modules a catalog names
+(engine/catalog.py), which `lookup` imports first.  The registry is one per process, as a library
+of named functions is: a catalog says which modules fill it, not which names it hides.  Every
 function takes JSON values (or `MISSING`) and returns a JSON value, or `MISSING` for "no value".
 """
 
@@ -10,11 +12,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mapc.engine import canonical, views
 from mapc.engine.problems import MapcError
-from mapc.engine.values import MISSING
+from mapc.engine.values import MISSING, json_equal
+
+if TYPE_CHECKING:
+    from mapc.engine.catalog import Catalog
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,23 +47,16 @@ def register(name: str, arity: int) -> Callable[[Callable[..., Any]], Callable[.
     return decorate
 
 
-def lookup(name: str) -> Function | None:
-    """The registered function called `name`, if any (a spec may name anything: a name that is
-    not a string, or the registry's own ``__…`` entry, is no function)."""
-    if not REGISTRY.get("__formats_loaded__"):
-        _load_format_functions()
+def lookup(name: str, catalog: Catalog | None = None) -> Function | None:
+    """The registered function called `name`, if any, once the function modules `catalog` names
+    are loaded (None: the installed catalog's).  A spec may name anything: a name that is not a
+    string, or one starting with ``__``, is no function."""
+    from mapc.engine import catalog as catalogs
+
+    (catalog or catalogs.installed()).load_functions()
     if type(name) is not str or name.startswith("__"):
         return None
     return REGISTRY.get(name)
-
-
-def _load_format_functions() -> None:
-    # The installed catalog names the modules that register format functions (engine/catalog.py):
-    # imported on first lookup, so that the engine depends on no format.
-    from mapc.engine import catalog
-
-    catalog.installed().load_functions()
-    REGISTRY["__formats_loaded__"] = Function("__formats_loaded__", lambda: None, 0, "")
 
 
 I64_MIN, I64_MAX, U64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
@@ -97,6 +95,17 @@ def rfc3339_text(value: Any) -> Any:
     return format_rfc3339(timestamp_ns(value))
 
 
+@register("space_offset_text", 1)
+def space_offset_text(value: Any) -> Any:
+    """A timestamp as ``YYYY-MM-DD HH:MM:SS[.f]+00:00`` text (a space, an offset): a string as is,
+    epoch seconds formatted in UTC."""
+    if type(value) is str or value is MISSING or value is None:
+        return value
+    from mapc.engine.timestamp import format_space_offset, timestamp_ns
+
+    return format_space_offset(timestamp_ns(value))
+
+
 @register("effective_kind", 2)
 def effective_kind(src: Any, tool_calls: Any) -> str:
     """R-KIND for a turn without an explicit kind, from its `src` and `tool_calls`."""
@@ -114,3 +123,54 @@ def blake3_document_id(document: Any) -> str:
         return canonical.document_id(document)
     except (ValueError, TypeError) as exc:
         raise MapcError.single("json.invalid", "", f"the document is not JSON and has no document id: {exc}") from None
+
+
+# --- values of objects and text: what a spec passes `{const: V}` arguments to -------------------
+
+
+@register("object_of", 2)
+def object_of(key: Any, value: Any) -> Any:
+    """``{key: value}`` (no value: no object)."""
+    return MISSING if value is MISSING or type(key) is not str else {key: value}
+
+
+@register("without_keys", 2)
+def without_keys(obj: Any, keys: Any) -> Any:
+    """An object without `keys` (a list of names); anything but an object is no value."""
+    if type(obj) is not dict:
+        return MISSING
+    return {k: v for k, v in obj.items() if k not in keys}
+
+
+@register("with_defaults", 2)
+def with_defaults(obj: Any, defaults: Any) -> Any:
+    """An object with the keys of `defaults` it lacks filled in; anything but an object is no value."""
+    if type(obj) is not dict:
+        return MISSING
+    out = dict(defaults)
+    out.update(obj)
+    return out
+
+
+@register("same_or", 3)
+def same_or(value: Any, want: Any, other: Any) -> Any:
+    """`value` when it is `want` (JSON-equal), else `other`."""
+    return value if json_equal(value, want) else other
+
+
+@register("or_default", 2)
+def or_default(value: Any, default: Any) -> Any:
+    """`value`, or `default` when it is missing or null."""
+    return default if value is MISSING or value is None else value
+
+
+@register("json_text", 1)
+def json_text(value: Any) -> Any:
+    """A value as text: a string as is, ``""`` for none or null, anything else as compact JSON."""
+    if type(value) is str:
+        return value
+    if value is MISSING or value is None:
+        return ""
+    import orjson
+
+    return orjson.dumps(value).decode()

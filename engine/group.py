@@ -187,6 +187,45 @@ def reverse(entries: tuple[GroupValue, ...], story: dict[str, Any], rows: list[d
         keys += 1
 
 
+# --- turn ids ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TurnId:
+    """A turn id computed from a row's order key (`ids:`): base + times·order + plus, where the base
+    is what the map function counts before the rows' turns (context turns)."""
+
+    times: int
+    plus: int = 0
+
+    def of(self, base: int, order: int) -> int:
+        """The turn id of the row with order key `order`."""
+        return base + self.times * order + self.plus
+
+    def order(self, base: int, turn_id: Any) -> int | None:
+        """The order key a turn id was computed from, or None when no order key ≥ 1 gives it."""
+        if type(turn_id) is not int:
+            return None
+        order, rest = divmod(turn_id - base - self.plus, self.times)
+        return order if rest == 0 and order >= 1 else None
+
+
+def parse_ids(data: Any) -> dict[str, TurnId]:
+    """The `ids:` of a spec: names to {times: nonzero integer, plus?: integer}; MapcError (located)."""
+    if data is None:
+        return {}
+    if type(data) is not dict:
+        raise MapcError.single("spec.invalid", "/ids", "`ids` maps names to {times, plus?}")
+    out = {}
+    for name, e in data.items():
+        ok = type(e) is dict and set(e) <= {"times", "plus"} and type(e.get("times")) is int and e["times"] != 0
+        if not ok or type(e.get("plus", 0)) is not int:
+            where = f"/ids/{pointer.escape(str(name))}"
+            raise MapcError.single("spec.invalid", where, "an id is {times: n ≠ 0, plus?: n}")
+        out[str(name)] = TurnId(e["times"], e.get("plus", 0))
+    return out
+
+
 def _put(obj: dict[str, Any], tokens: Tokens, value: Any) -> None:
     for token in tokens[:-1]:
         obj = obj.setdefault(token, {})

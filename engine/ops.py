@@ -110,37 +110,86 @@ def _choose_call(rule: Any, frame: Any, ctx: Any) -> Choice:
     return -1, rule.convert(*(s.read(frame, ctx) for s in rule.sources))
 
 
-def _choose_copy(rule: Any, frame: Any, ctx: Any) -> Choice:
+def _choose_candidates(rule: Any, frame: Any, ctx: Any) -> Choice:
+    """copy and first_of: the sources in turn, each asked the op's candidate test (`Op.takes`); a
+    copy's first present source decides (`Op.chain` False), a chain goes on to the next."""
+    op = OPS[rule.spec.op]
+    takes = op.takes(rule.spec, rule.condition)
     for i, source in enumerate(rule.sources):
         v = source.read(frame, ctx)
         if v is MISSING:
             continue
-        return (i, v) if is_copied(v, rule.spec.keep_null) else (-1, MISSING)
-    return -1, MISSING
-
-
-def _choose_first_of(rule: Any, frame: Any, ctx: Any) -> Choice:
-    nonempty, test = rule.spec.nonempty, rule.condition
-    for i, source in enumerate(rule.sources):
-        v = source.read(frame, ctx)
-        if v is not MISSING and is_candidate(v, nonempty, test):
+        if takes(v):
             return i, v
+        if not op.chain:
+            return -1, MISSING
     return -1, MISSING
+
+
+def _copy_takes(spec: Any, test: Callable[[Any], bool] | None) -> Callable[[Any], bool]:
+    keep_null = spec.keep_null
+    return lambda v: is_copied(v, keep_null)
+
+
+def _copy_takes_code(spec: Any, var: str, test_code: str | None) -> str:
+    return f"{var} is not MISSING" + ("" if spec.keep_null else f" and {var} is not None")
+
+
+def _chain_takes(spec: Any, test: Callable[[Any], bool] | None) -> Callable[[Any], bool]:
+    nonempty = spec.nonempty
+    return lambda v: is_candidate(v, nonempty, test)
+
+
+def _chain_takes_code(spec: Any, var: str, test_code: str | None) -> str:
+    return candidate_code(var, spec.nonempty, test_code)
+
+
+def _never(spec: Any, test: Any) -> Callable[[Any], bool]:
+    return lambda v: False
+
+
+def _never_code(spec: Any, var: str, test_code: str | None) -> str:
+    return "False"
 
 
 @dataclass(frozen=True, slots=True)
 class Op:
-    """One rule kind: how the forward chooses its value, and whether its source is consumed."""
+    """One rule kind: how the forward chooses its value, and whether its source is consumed.
+
+    For the ops that read sources in turn (copy, first_of), `takes` is the candidate test of a
+    present value (given the rule's condition test) and `takes_code` the same test as an
+    expression over a present-or-MISSING variable (given the condition as code): `choose` runs
+    the first, codegen.py writes the second, so the generated chain is this one.  `chain`: a
+    source that fails the test passes the choice on to the next (else nothing is chosen).
+    """
 
     name: str
     choose: Callable[[Any, Any, Any], Choice]
     consumes: bool  # the reverse writes the first source back (unless back: none / forward: none)
     reads: str  # what the row reads, as `mapc spec table` and the README say it
+    takes: Callable[[Any, Callable[[Any], bool] | None], Callable[[Any], bool]] = _never
+    takes_code: Callable[[Any, str, str | None], str] = _never_code
+    chain: bool = False
 
 
 OPS: dict[str, Op] = {
-    "copy": Op("copy", _choose_copy, True, "one source (`from`); null is absent unless keep_null"),
-    "first_of": Op("first_of", _choose_first_of, True, "the first candidate that passes is_candidate"),
+    "copy": Op(
+        "copy",
+        _choose_candidates,
+        True,
+        "one source (`from`); null is absent unless keep_null",
+        _copy_takes,
+        _copy_takes_code,
+    ),
+    "first_of": Op(
+        "first_of",
+        _choose_candidates,
+        True,
+        "the first candidate that passes is_candidate",
+        _chain_takes,
+        _chain_takes_code,
+        chain=True,
+    ),
     "const": Op("const", _choose_const, False, "a value (`const`)"),
     "call": Op("call", _choose_call, False, "a registered function of `args`"),
 }

@@ -121,8 +121,8 @@ class Source:
 
     `kind` says where the value comes from: ``elem`` (the element of scope `level`, `path` below
     it), ``top`` (the whole input document), ``parent`` / ``story`` (the parent's or this
-    Storyline), ``var`` (the key or index bound at scope `level`), ``call`` (`fn` of `args`) or
-    ``count`` (the number of Storylines, in a reverse).
+    Storyline), ``var`` (the key or index bound at scope `level`), ``call`` (`fn` of `args`),
+    ``count`` (the number of Storylines, in a reverse) or ``const`` (`value`, an argument).
     """
 
     kind: str
@@ -130,6 +130,7 @@ class Source:
     level: int = 0
     fn: Callable[..., Any] | None = None
     args: tuple[Source, ...] = ()
+    value: Any = None  # of a ``const`` argument
 
     def read(self, frame: Frame, ctx: Context) -> Any:
         """The value this source names in `frame` (MISSING if there is none)."""
@@ -156,6 +157,8 @@ class Source:
             return get_in(out.elem if self.level == len(out.up) else out.up[self.level], self.path)
         if kind == "count":
             return ctx.count
+        if kind == "const":
+            return self.value
         return MISSING
 
     @property
@@ -267,7 +270,9 @@ class Rule:
             failed = self.condition is not None and not self.condition(v)
             v = MISSING if failed else self._convert(v, frame, ctx)
             lossy = v is MISSING or (spec.op == "copy" and self.convert is not None)
-            if lossy and self.authoritative and raw is not None and self.sources[i].plain:
+            # A null is kept too where the row would have copied it (keep_null, no conversion).
+            keeps = raw is not None or (spec.keep_null and self.convert is None)
+            if lossy and self.authoritative and keeps and self.sources[i].plain:
                 # Kept unless the reverse gives it back (decided once the Storyline is written).
                 ctx.checks.append((self, frame, dst, self.at(prefix, i), raw))
         if v is MISSING:
@@ -347,7 +352,11 @@ class Rule:
         return v
 
     def reverse(self, story_frame: Frame, out: dict[str, Any], ctx: Context) -> None:
-        """Write this rule back into the source element `out`."""
+        """Write this rule back into the source element `out` (`ctx.out` is its frame): a computed
+        row's reverse, an authoritative or reverse-only copy's value (to the element, the
+        document's own fields from its first Storyline, or the document key), and the write-back
+        of a derived value, queued in ``ctx.pending`` until residuals are restored."""
+        spec = self.spec
         if self.reverse_fn is not None:
             values = self.reverse_fn(*(a.read(story_frame, ctx) for a in self.reverse_args))
             if len(self.reverse_targets) == 1:
@@ -355,11 +364,38 @@ class Rule:
             for path, v in zip(self.reverse_targets, values, strict=True):
                 if v is not MISSING:
                     put_in(out, path, v) if path else out.update(v)
+        elif (self.authoritative or spec.reverse_only) and spec.op == "copy":
+            source = self.sources[0]
+            if source.kind == "var":
+                ctx.key = self.reverse_value(story_frame, ctx)
+            elif source.kind == "top":
+                if ctx.first:  # the document's own fields: from its first Storyline
+                    v = self.reverse_value(story_frame, ctx)
+                    if v is not MISSING:
+                        put_in(ctx.top, source.path, v)
+            elif source.kind == "elem":
+                v = self.reverse_value(story_frame, ctx)
+                if v is not MISSING:
+                    put_in(out, source.path, v) if source.path else out.update(v)
+        if self.write_back is not None and self.targets and not any(s.kind == "top" for s in self.sources):
+            target = self.targets[0]
+            want = get_in(story_frame.elem, target)
+            null = spec.op == "first_of" and not spec.nonempty and self.convert is None  # a null is a value
+            if not target or (want is not MISSING and (null or want is not None)):
+                here = ctx.out if ctx.out is not None else Frame(out, (), story_frame.idx)
+                ctx.pending.append((_write_back, want, out, here.up, here.idx, ctx.story, ctx.parent, self))
+
+    def write_back_value(self, want: Any, out: dict[str, Any], frame: Frame, ctx: Context) -> None:
+        """Write `want` (the Storyline's value) back into the rebuilt element `out` unless this
+        rule's forward derives it from `out` again (`frame`: `out` with its ancestors)."""
+        if json_equal(self.value(frame, ctx), want):
             return
-        v = self.reverse_value(story_frame, ctx)
-        if v is not MISSING:
-            path = self.sources[0].path
-            put_in(out, path, v) if path else out.update(v)
+        if self.write_back_fn is not None:
+            placed = self.write_back_fn(want, out)
+            if placed is not MISSING and placed[0] not in out:
+                out[placed[0]] = placed[1]
+        elif self.write_back is not None:
+            insert_copying(out, self.write_back, want)
 
     @property
     def write_back(self) -> Path | None:
@@ -369,6 +405,17 @@ class Rule:
                 if source.kind == "elem":
                     return source.path
         return None
+
+
+def _write_back(entry: tuple[Any, ...], ctx: Context, copies: dict[int, tuple[Any, Any]]) -> None:
+    """A write-back entry of ``ctx.pending`` queued by `Rule.reverse`, run once residuals are
+    restored: ``(fn, want, out, oup, idx, story, parent, rule)``."""
+    _, want, out, oup, idx, story, parent, rule = entry
+    if copies:
+        out = follow(copies, out)
+        oup = tuple([follow(copies, u) for u in oup])
+    ctx.story, ctx.parent = story, parent
+    rule.write_back_value(want, out, Frame(out, oup, idx), ctx)
 
 
 # --- scopes --------------------------------------------------------------------------------

@@ -57,6 +57,7 @@ class Group:
     values: Any = None  # the Storyline's own values from the rows (`group:`, engine/group.py)
     problems: tuple[Problem, ...] = ()  # and the conflicts found computing them
     spread: tuple[Any, ...] = ()  # keyed values between a row and its turn (`spread:`, engine/spread.py)
+    ids: Any = None  # turn ids from the order key, by name (`ids:`, engine/group.TurnId)
 
     def pointer(self, r: int, *tokens: str | int) -> str:
         """The pointer of a value inside row `r` (its index in the file)."""
@@ -65,10 +66,11 @@ class Group:
 
 @dataclass(frozen=True, slots=True)
 class Back:
-    """What a reverse function gets beside the Storylines: the spec's `tables` and `spread:` entries."""
+    """What a reverse function gets beside the Storylines: the spec's `tables`, `spread:` and `ids:`."""
 
     tables: Any
     spread: tuple[Any, ...] = ()
+    ids: Any = None
 
 
 # --- forward ---------------------------------------------------------------------------------
@@ -88,7 +90,9 @@ def forward(spec: Spec, doc: Any, path: str | None) -> list[Mapped]:
     for members in groups:
         pairs = tuple((r, rows[r]) for r in members)
         values, conflicts = group_values.forward(model.group, [(f"{at}/{r}", row) for r, row in pairs])
-        group = Group(pairs, at, document_id, model.tables, model.selections, values, tuple(conflicts), model.spread)
+        group = Group(
+            pairs, at, document_id, model.tables, model.selections, values, tuple(conflicts), model.spread, model.ids
+        )
         story, residual = mapper(group)
         residual = {**root, **residual}
         residual.update(_unknown_keys(spec, group, story))
@@ -292,7 +296,7 @@ def reverse(spec: Spec, stories: list[dict[str, Any]]) -> list[Rebuilt]:
     model = spec.rows
     assert model is not None
     at = _literal(model.rows)
-    rows_per_story = _function(model.reverse_call)(stories, Back(model.tables, model.spread), spec.source)
+    rows_per_story = _function(model.reverse_call)(stories, Back(model.tables, model.spread, model.ids), spec.source)
     own = [_own_fields(s, spec.source) for s in stories]
     kept_document = next((f[""] for f in own if type(f.get("")) is dict), None)
     if kept_document is not None:  # the whole document was kept (a hop added to its root)

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from mapc.engine import fold, pointer, rows, stream
+from mapc.engine import fold, pointer, rows
 from mapc.engine.mapped import Mapped, Rebuilt
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.program import Context, Frame, Program, Rule, get_in, pointer_text, put_in
@@ -55,6 +55,8 @@ def forward(
         if program.spec.rows is not None:
             return rows.forward(program.spec, doc, path)
         if program.spec.stream is not None:
+            from mapc.engine import stream  # event-stream specs only: other runs need not import it
+
             sdid = source_document_id or (rows.relative_path(path) if path is not None else stream.DEFAULT_ID)
             return [stream.map_document(program.spec.stream, program.spec.source, doc, sdid)]
         return _forward(program, doc, source_document_id)
@@ -225,6 +227,8 @@ def reverse(program: Program, stories: list[dict[str, Any]]) -> list[Rebuilt]:
         if program.spec.rows is not None:
             return rows.reverse(program.spec, stories)
         if program.spec.stream is not None:
+            from mapc.engine import stream
+
             return stream.reverse(program.spec.stream, program.spec.source, stories)
         return _reverse(program, stories)
 

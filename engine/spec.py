@@ -137,6 +137,16 @@ class CountRef:
 
 
 @dataclass(frozen=True, slots=True)
+class ConstRef:
+    """``{const: V}``: a value written in the spec, as an argument of a function (only in `args`)."""
+
+    value: Any
+
+    def __str__(self) -> str:
+        return f"const:{self.value!r}"
+
+
+@dataclass(frozen=True, slots=True)
 class CallRef:
     """``{call: fn, args: [...]}``: a value computed by a registered function (a chain candidate)."""
 
@@ -147,7 +157,7 @@ class CallRef:
         return f"{self.call}({', '.join(map(str, self.args))})"
 
 
-Ref: TypeAlias = Template | ParentRef | StoryRef | SourceRef | VarRef | CountRef | CallRef
+Ref: TypeAlias = Template | ParentRef | StoryRef | SourceRef | VarRef | CountRef | ConstRef | CallRef
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +265,7 @@ class RowsSpec:
     selections: Any = None  # name -> engine.select.Selection, from `select:`
     group: tuple[Any, ...] = ()  # engine.group.GroupValue entries, from `group:`
     spread: tuple[Any, ...] = ()  # engine.spread.Spread entries, from `spread:`
+    ids: Any = None  # name -> engine.group.TurnId, from `ids:`
 
 
 @dataclass(frozen=True, slots=True)
@@ -418,7 +429,10 @@ class _SpecReader:
             self.fail(f"{text!r} is not a JSON Pointer", *path, code="spec.bad_pointer")
             return None
 
-    def ref(self, item: Any, *path: Any) -> Ref | None:
+    def ref(self, item: Any, *path: Any, consts: bool = False) -> Ref | None:
+        """A reference; with `consts` (a function's arguments), ``{const: V}`` too."""
+        if consts and isinstance(item, dict) and len(item) == 1 and "const" in item:
+            return ConstRef(item["const"])
         if isinstance(item, str):
             return self.template(item, *path)
         if isinstance(item, dict) and len(item) == 1:
@@ -432,7 +446,7 @@ class _SpecReader:
             if kind == "count" and value == "documents":
                 return CountRef(value)
         if isinstance(item, dict) and set(item) <= {"call", "args"} and isinstance(item.get("call"), str):
-            args = [self.ref(a, *path, "args", i) for i, a in enumerate(item.get("args") or [])]
+            args = [self.ref(a, *path, "args", i, consts=True) for i, a in enumerate(item.get("args") or [])]
             return None if None in args else CallRef(item["call"], tuple(a for a in args if a is not None))
         self.fail(
             "expected a pointer, {parent|story|source: pointer}, {var: name}, {count: documents} or "
@@ -442,11 +456,11 @@ class _SpecReader:
         )
         return None
 
-    def refs(self, items: Any, *path: Any) -> list[Ref | None]:
+    def refs(self, items: Any, *path: Any, consts: bool = False) -> list[Ref | None]:
         if not isinstance(items, list):
             self.fail("expected a list", *path)
             return [None]
-        return [self.ref(x, *path, i) for i, x in enumerate(items)]
+        return [self.ref(x, *path, i, consts=consts) for i, x in enumerate(items)]
 
     def read(self, data: Any, path: str) -> Spec | None:
         if not isinstance(data, dict):
@@ -472,6 +486,7 @@ class _SpecReader:
             "select",
             "group",
             "spread",
+            "ids",
         }
         for key in data:
             if key not in allowed:
@@ -596,6 +611,7 @@ class _SpecReader:
             selections = compile_selections(data.get("select"))
             group_values = group_module.parse(data.get("group"))
             spreads = spread_module.parse(data.get("spread"))
+            ids = group_module.parse_ids(data.get("ids"))
         except MapcError as exc:
             for p in exc.problems:
                 self.fail(p.message, *[t for t in p.pointer.split("/")[1:]], code=p.code)
@@ -614,6 +630,7 @@ class _SpecReader:
             selections,
             group_values,
             spreads,
+            ids,
         )
 
     def array(self, src: Any, dst: Any) -> ArraySpec | None:
@@ -660,7 +677,7 @@ class _SpecReader:
                 return None
             sources = [self.ref(x, *path, "first_of", i) for i, x in enumerate(raw)]
         elif op == "call":
-            sources = [self.ref(x, *path, "args", i) for i, x in enumerate(item.get("args") or [])]
+            sources = [self.ref(x, *path, "args", i, consts=True) for i, x in enumerate(item.get("args") or [])]
         raw_to = item.get("to", [] if index < 0 else None)
         if raw_to is None:
             self.fail("a rule needs `to`", *path)
@@ -684,7 +701,7 @@ class _SpecReader:
             t = self.template(ptr, *self.key(path, "reverse_when"))
             if t:
                 reverse_when.append((t, value))
-        with_args = self.refs(item.get("with", []), *self.key(path, "with"))
+        with_args = self.refs(item.get("with", []), *self.key(path, "with"), consts=True)
         reverse_first_of = self.refs(item.get("reverse_first_of", []), *self.key(path, "reverse_first_of"))
         reverse = self.reverse(item["reverse"], *self.key(path, "reverse")) if "reverse" in item else None
         if None in sources or None in targets or None in with_args or None in reverse_first_of:
@@ -783,7 +800,7 @@ class _SpecReader:
         if not isinstance(item, dict) or not isinstance(item.get("call"), str) or "to" not in item:
             self.fail("`reverse` is {call: fn, args: [...], to: pointer(s)}", *path)
             return None
-        args = self.refs(item.get("args", []), *path, "args")
+        args = self.refs(item.get("args", []), *path, "args", consts=True)
         raw_to = item["to"] if isinstance(item["to"], list) else [item["to"]]
         if not raw_to:
             self.fail("`reverse.to` is a pointer or a non-empty list of pointers", *path, "to")

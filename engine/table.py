@@ -24,7 +24,6 @@ Reverse-only rows are not part of the forward table.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from mapc.engine import pointer
 from mapc.engine.lint import arrays, source_pointers
@@ -206,6 +205,8 @@ def _group_rows(spec: Spec, rows: dict[tuple[str, ...], tuple[list[str], list[in
         for candidate in entry.candidates:
             for text in candidate.texts:
                 _add(rows, (f"{at}/{{r}}{text}",), targets)
+    if spec.rows.ids:  # the order key gives the turn ids
+        _add(rows, (f"{at}/{{r}}{spec.rows.order_by.text}",), ["/turns/{t}/id"])
     for entry in spec.rows.spread:  # keyed and open values of a row reach its turn
         turn = "/turns/{t}" + pointer.format(entry.to)
         if entry.open is not None:
@@ -231,60 +232,6 @@ def constants(spec: Spec) -> list[tuple[str, object]]:
 
 def _cell(pointers: tuple[str, ...]) -> str:
     return " ".join(f"`{p}`" for p in pointers)
-
-
-def _stream_markdown(spec: Spec) -> str:
-    """An event stream's table: per record kind, what it becomes and each rule (engine/stream.py)."""
-    import json
-
-    st = spec.stream
-    lines = [f"| {spec.title} record | becomes | source pointer | Storyline pointer |", "|---|---|---|---|"]
-
-    def rule_cells(r: Any, turn_prefix: str) -> tuple[str, str]:
-        src = (
-            f"`{pointer.format(r.src)}`"
-            if r.op == "copy"
-            else (f"`{json.dumps(r.value, ensure_ascii=False)}`" if r.op == "const" else f"{r.call}(record)")
-        )
-        back = f", back: {r.back}(turn)" if getattr(r, "back", None) else ""
-        return src, f"`{turn_prefix}{pointer.format(r.to)}`{back}"
-
-    for r in st.story:
-        src, dst = rule_cells(r, "")
-        pick = " (last record)" if r.pick == "last" else ""
-        which = "".join(f" {pointer.format(p)}={json.dumps(v)}" for p, v in r.when) or " any"
-        lines.append(f"|{which} | the Storyline{pick} | {src} | {dst} |")
-    for e in st.entries:
-        kind = f"`{e.type}`" + "".join(f" {pointer.format(p)}={json.dumps(v)}" for p, v in e.when)
-        kind += f" ({e.test})" if e.test else ""
-        if e.paired:
-            becomes = "results joined to the turn of the call they answer"
-        elif e.turn:
-            becomes = "a turn"
-        elif e.attach:
-            becomes = f"kept whole; lends to the {e.attach} turn" + (
-                "".join(f" with {pointer.format(p)}={json.dumps(v)}" for p, v in e.attach_when)
-            )
-        else:
-            becomes = "kept whole (`/unknown_fields`, at its line)"
-        if not e.rules:
-            lines.append(f"| {kind} | {becomes} | | |")
-        for r in e.rules:
-            src, dst = rule_cells(r, "/turns/{t}" if e.turn or e.attach else "")
-            lines.append(f"| {kind} | {becomes} | {src} | {dst} |")
-    lines.append("")
-    lines.append(
-        "A record of a kind not listed is kept whole at its line and counted as drift; every value of a "
-        "mapped record that its turn does not give back is kept under the record's pointer (`/N/…`)."
-    )
-    if st.pair is not None:
-        lines.append(
-            f"Pairing: a result's `{pointer.format(st.pair.result_id)}` names the call "
-            f"(`{pointer.format(st.pair.calls)}/*{pointer.format(st.pair.call_id)}`) it answers."
-        )
-    if st.version_at is not None:
-        lines.append(f"Versions checked (`{pointer.format(st.version_at)}`): {', '.join(st.checked) or 'none named'}.")
-    return "\n".join(lines) + "\n"
 
 
 def markdown(spec: Spec) -> str:
@@ -334,6 +281,7 @@ def _stream_markdown(spec: Spec) -> str:
         target = f"`{show(rule.to)}`"
         if rule.op == "copy":
             which = " (last record)" if rule.pick == "last" else " (first record)"
+            which += "".join(f" where {show(p)} = {json.dumps(v, ensure_ascii=False)}" for p, v in rule.when)
             lines.append(f"| `/{{r}}{show(rule.src)}`{which} | {target} |")
         elif rule.op == "call":
             lines.append(f"| `{rule.call}(record)` | {target} |")
@@ -345,6 +293,13 @@ def _stream_markdown(spec: Spec) -> str:
         kind = f"{show(stream.type)} = {json.dumps(entry.type)}{when}{test}"
         if not entry.turn:
             lines.append(f"| `/{{r}}` where {kind} | kept whole: `/unknown_fields/…/{{r}}` |")
+            if entry.attach:  # it lends values to the turn after or before it (forward only)
+                to = "".join(f" with {show(p)} = {json.dumps(v, ensure_ascii=False)}" for p, v in entry.attach_when)
+                for rule in entry.rules:
+                    src = f"`/{{r}}{show(rule.src)}`" if rule.op == "copy" else f"`{rule.call}(record)`"
+                    if rule.op == "const":
+                        src = f"`{json.dumps(rule.value, ensure_ascii=False)}` (constant)"
+                    lines.append(f"| {src}, lent to the {entry.attach} turn{to} | `/turns/{{t}}{show(rule.to)}` |")
             continue
         place = "observation results of the turns it answers" if entry.paired else "`/turns/{t}`"
         lines.append(f"| `/{{r}}` where {kind} | {place} |")

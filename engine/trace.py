@@ -1,11 +1,14 @@
-"""A forward run by the rule objects themselves: the semantics `mapc explain` and `mapc spec
-coverage` trace, run over whole documents.
+"""Runs by the rule objects themselves: the semantics `mapc explain` and `mapc spec coverage`
+trace, run over whole documents, both ways.
 
-`traced(program)` is `program` with its generated forward function replaced by one that walks
-the same scopes and calls each rule's `Rule.forward` (whose value choice is its op's, ops.py).
-It is slow and exists to be compared: tests/engine/test_differential.py requires the generated
-code and this run to give the same Storylines, value for value and key for key, over every
-shipped spec, its fixtures and the hypothesis generators.
+`traced(program)` is `program` with its generated forward and reverse functions replaced by ones
+that walk the same scopes and call each rule's `Rule.forward` / `Rule.reverse` (whose value
+choice is its op's, ops.py).  They are slow and exist to be compared:
+tests/formats/test_differential.py requires the generated code and these runs to give the same
+Storylines and the same rebuilt documents, value for value and key for key, over every shipped
+spec, its fixtures, the hypothesis generators and generated specs.  Where generated code takes a
+shortcut (a second home array made of copies of the first's elements, codegen._twins), the
+traced reverse does the plain thing (runs the element's rules again), so the shortcut is checked too.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from mapc.engine.values import MISSING, json_equal
 
 def traced(program: Program) -> Program:
     """`program`, its forward run by rule objects instead of generated code."""
-    return dataclasses.replace(program, forward_root=_scope_fn(program.root))
+    return dataclasses.replace(program, forward_root=_scope_fn(program.root), reverse_root=_reverse_fn(program.root))
 
 
 def _scope_fn(scope: Scope) -> ScopeFn:
@@ -94,3 +97,49 @@ def _keep_unknown(obj: Any, tokens: tuple[Any, ...], known: frozenset[str], base
         for key, x in target.items():
             if key not in known:
                 ctx.residual[b + escape(key)] = x
+
+
+def _reverse_fn(scope: Scope) -> ScopeFn:
+    inner = [_reverse_fn(child) for child in scope.children]
+
+    def run(elem: Any, out: dict[str, Any], ctx: Context, sup: tuple[Any, ...], oup: tuple[Any, ...], idx):
+        if type(elem) is not dict:
+            return None
+        story_frame = Frame(elem, sup, idx)
+        for rule in scope.rules:
+            ctx.out = Frame(out, oup, idx)
+            rule.reverse(story_frame, out, ctx)
+        for child, fn in zip(scope.children, inner, strict=True):
+            _reverse_array(scope, child, fn, elem, out, ctx, sup, oup, idx)
+        return None
+
+    return run
+
+
+def _reverse_array(scope: Scope, child: Scope, fn: ScopeFn, elem, out, ctx: Context, sup, oup, idx) -> None:
+    """Write the Storyline array of `child` back (to its fallback array too), saying what this
+    format cannot hold: a value of another shape, or an object holding more than the array."""
+    items = get_in(elem, child.dst_rel)
+    where = (scope.dst, child.dst_rel)
+    holder = child.dst_rel[:-1]
+    if holder:
+        h = get_in(elem, holder)
+        if h is not MISSING and h is not None and (type(h) is not dict or set(h) - {child.dst_rel[-1]}):
+            ctx.problems.append((where, idx, len(holder), "an object holding only " + child.dst_rel[-1]))
+    if items is not MISSING and items is not None and type(items) is not list:
+        ctx.problems.append((where, idx, len(child.dst_rel), "an array"))
+    homes = [child.src_rel] + ([child.fallback_rel] if child.fallback_rel is not None else [])
+    if type(items) is list:
+        for i, item in enumerate(items):
+            if type(item) is not dict:
+                ctx.problems.append((where, (*idx, i), len(child.dst_rel) + 1, "an object"))
+        for home in homes:
+            back: list[Any] = []
+            put_in(out, home, back)
+            for i, item in enumerate(items):
+                o: dict[str, Any] = {}
+                fn(item, o, ctx, (*sup, elem), (*oup, out), (*idx, i))
+                back.append(o)
+    elif child.omit_empty:
+        for home in homes:
+            put_in(out, home, [])

@@ -27,7 +27,6 @@ def atif_turn_kind(source: Any, tool_calls: Any) -> Any:
 # --- ACTF v1.0 (docs/formats.md) ---------------------------------------------------------------
 
 _ACTF_METRIC_KEYS = ("prompt_tokens_len", "completion_tokens_len", "llm_infer_ms", "env_action_ms", "stop_reason")
-_ACTF_METRIC_NONE = dict.fromkeys(_ACTF_METRIC_KEYS)  # copied, never changed
 _EPOCH_TEXT = "1970-01-01 00:00:00+00:00"
 
 
@@ -87,29 +86,6 @@ def actf_tool_id_back(tcid: Any, step_id: Any, index: Any) -> Any:
     return "" if tcid == f"step-{step_id}-tool-{index}" else tcid
 
 
-@register("actf_default_tool_type", 1)
-def actf_default_tool_type(fn: Any) -> str:
-    """A tool ``type`` for a call that has no kind: ``command_execution`` or ``tool_use``."""
-    return "command_execution" if fn == "command_execution" else "tool_use"
-
-
-@register("actf_command_args", 1)
-def actf_command_args(command: Any) -> Any:
-    """``{"command": command}``: the arguments of a command execution."""
-    return MISSING if command is MISSING else {"command": command}
-
-
-@register("actf_other_fields", 1)
-def actf_other_fields(tool: Any) -> Any:
-    """A tool's fields other than ``type`` and ``id``: its arguments when nothing else says them."""
-    if type(tool) is not dict:
-        return MISSING
-    out = dict(tool)
-    out.pop("type", None)
-    out.pop("id", None)
-    return out
-
-
 @register("actf_args_home", 2)
 def actf_args_home(args: Any, tool: Any) -> Any:
     """Where a tool's arguments are written back: ``command`` for a command execution, else ``input``."""
@@ -122,36 +98,6 @@ def actf_args_home(args: Any, tool: Any) -> Any:
     ):
         return ("command", args["command"])
     return ("input", args)
-
-
-@register("actf_text", 1)
-def actf_text(content: Any) -> Any:
-    """A step's message: its content as text (``""`` when there is none)."""
-    if type(content) is str:
-        return content
-    if content is MISSING or content is None:
-        return ""
-    import orjson
-
-    return orjson.dumps(content).decode()
-
-
-@register("actf_content_back", 1)
-def actf_content_back(msg: Any) -> Any:
-    """The assistant content for a message: the text itself, or ``""`` for none."""
-    if msg is None or msg is MISSING:
-        return ""
-    return msg
-
-
-@register("actf_metric", 1)
-def actf_metric(metric: Any) -> Any:
-    """A step's metrics: the whole ``metric`` object, its five known keys always present."""
-    if type(metric) is not dict:
-        return MISSING
-    out = _ACTF_METRIC_NONE.copy()
-    out.update(metric)
-    return out
 
 
 @register("actf_metric_back", 2)
@@ -264,22 +210,6 @@ def actf_observation(result: Any) -> Any:
     elif out.get("type") == "command_execution" and "content" in out and "aggregated_output" not in out:
         out["aggregated_output"] = out.pop("content")
     return out
-
-
-@register("actf_space_time", 1)
-def actf_space_time(value: Any) -> Any:
-    """An ACTF timestamp: a string as is, epoch seconds as ``YYYY-MM-DD HH:MM:SS[.f]+00:00``."""
-    if type(value) is str or value is MISSING or value is None:
-        return value
-    from mapc.engine.timestamp import format_space_offset, timestamp_ns
-
-    return format_space_offset(timestamp_ns(value))
-
-
-@register("actf_text_or_empty", 1)
-def actf_text_or_empty(value: Any) -> str:
-    """A string, or ``""`` for anything else (ACTF reads a missing or null status as ``""``)."""
-    return value if type(value) is str else ""
 
 
 @register("actf_step_problems", 1)

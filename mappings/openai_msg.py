@@ -1,4 +1,4 @@
-"""OpenAI Messages (RFC-0009 as restated in REFERENCE.md §1.5): the two functions openai-msg.yaml names.
+"""OpenAI Messages (docs/formats.md, "OpenAI Messages"): the two functions openai-msg.yaml names.
 
 `engine/rows.py` does what any row corpus needs (shape, grouping by session, ordering by step,
 JSON strings decoded, unknown keys kept); these functions do what only this format needs: pick
@@ -136,9 +136,8 @@ class _Session:
 
     def _interaction(self, r: int, row: dict[str, Any], context_count: int, first: bool) -> None:
         step = row["step_id"]
-        ids = self.t["turn_ids"]  # derived ids: context count + times·step + plus
-        request_id = context_count + ids["request"]["times"] * step + ids["request"].get("plus", 0)
-        response_id = context_count + ids["response"]["times"] * step + ids["response"].get("plus", 0)
+        request_id = self.g.ids["request"].of(context_count, step)  # the spec's `ids:`
+        response_id = self.g.ids["response"].of(context_count, step)
         if response_id > I64_MAX:
             self.problems.append(Problem("openai.turn_id", self.g.pointer(r, "step_id"), "the turn id overflows i64"))
             return
@@ -354,7 +353,7 @@ def _rows(story: dict[str, Any], back: Back, provenance: bool) -> list[dict[str,
             "export.unrepresentable", "/turns", "a Storyline without an agent turn with output has no OpenAI row"
         )
     history = [m for turn in context for m in _messages(turn)]
-    steps = _steps(interactions, len(context), provenance)
+    steps = _steps(interactions, len(context), provenance, back.ids)
     rows = []
     for (request, response, skipped), step in zip(interactions, steps, strict=True):
         history = [*history, *(m for turn in skipped for m in _messages(turn))]
@@ -376,17 +375,12 @@ def _rows(story: dict[str, Any], back: Back, provenance: bool) -> list[dict[str,
     return rows
 
 
-def _steps(interactions: list[Any], context: int, provenance: bool) -> list[int]:
-    """Step ids from the turn ids when this format wrote them, else 1, 2, 3…"""
+def _steps(interactions: list[Any], context: int, provenance: bool, ids: Any) -> list[int]:
+    """Step ids from the turn ids when this format wrote them (the spec's `ids:`), else 1, 2, 3…"""
     if provenance:
-        steps = []
-        for _, response, _ in interactions:
-            twice = response["id"] - context
-            if twice <= 0 or twice % 2:
-                break
-            steps.append(twice // 2)
-        if len(steps) == len(interactions) and len(set(steps)) == len(steps):
-            return steps
+        steps = [ids["response"].order(context, response["id"]) for _, response, _ in interactions]
+        if None not in steps and len(set(steps)) == len(steps):
+            return steps  # type: ignore[return-value]
     return list(range(1, len(interactions) + 1))
 
 

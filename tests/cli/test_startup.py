@@ -32,7 +32,7 @@ else:
     code = 0
 from mapc.engine import catalog
 loaded = sorted({name.split(".")[0] for name in sys.modules} | {n for n in sys.modules if n.startswith("mapc.")})
-print(json.dumps({"code": code, "modules": loaded, "programs": catalog.program.cache_info().currsize}), file=sys.stderr)
+print(json.dumps({"code": code, "modules": loaded, "programs": len(catalog.installed().compiled())}), file=sys.stderr)
 """
 
 

@@ -106,13 +106,13 @@ def test_unknown_fields_are_placed_on_their_turn():
 def test_a_directory_lists_every_file_and_its_failures(tmp_path, runner):
     out = tmp_path / "v.html"
     result = runner.invoke(cli, ["view", str(FIXTURES), "-o", str(out)])
-    assert result.exit_code == 1  # the legacy AgenticMD (and the README) cannot be read
+    assert result.exit_code == 1  # the legacy AgenticMD (and the READMEs) cannot be read
     assert "[agenticmd.no_storyline]" in result.stderr
     entries = page_data(out.read_text())["entries"]
     names = [e["name"] for e in entries]
     assert "atif/support-ticket.json" in names and "agenticmd/legacy-demo-run-001.md" in names
     failed = {e["name"] for e in entries if e["error"]}
-    assert failed == {"README.md", "agenticmd/legacy-demo-run-001.md"}
+    assert failed == {"README.md", "codex/README.md", "agenticmd/legacy-demo-run-001.md"}
     ok = [e for e in entries if not e["error"]]
     assert all(e["summary"]["lines"] and e["stories"] for e in ok)
 

@@ -152,7 +152,7 @@ def test_actf_a_fallback_tool_list_and_a_computed_candidate():
     [name] = [f for f in explain_source(_actf(), doc, calls + "/0/name") if f.kind == "read"]
     assert name.fired and name.targets == ("/1/turns/0/tool_calls/0/fn",)
     [command] = [f for f in explain_source(_actf(), doc, calls + "/0/command") if f.kind == "read"]
-    assert "actf_command_args (first_of candidate 3 of 5)" in command.message
+    assert "object_of (first_of candidate 3 of 5)" in command.message
     assert command.targets == ("/1/turns/0/tool_calls/0/args",)
     # in the first attempt `tools` is not empty: assistant_content.tool_calls is not read
     unused = explain_source(_actf(), doc, "/attempts/1/trajectory/steps/0/assistant_content/tool_calls/0/name")
@@ -169,7 +169,7 @@ def test_actf_where_storyline_values_came_from():
     [f] = explain_target(_actf(), stories, 1, "/session", doc)
     assert "actf_session(/task_id, the key or position {a} ('2'), /attempts)" in f.message
     [f] = explain_target(_actf(), stories, 1, "/turns/0/tool_calls/0/args", doc)
-    assert "here it came from actf_command_args(/attempts/2/trajectory/steps/0/tools/0/command)" in f.message
+    assert "here it came from object_of('command', /attempts/2/trajectory/steps/0/tools/0/command)" in f.message
     found = explain_target(_actf(), stories, 1, "/turns/0/tool_calls", doc)
     assert [f.kind for f in found] == ["array"] and "/attempts/2/trajectory/steps/0/tools" in found[0].message
     # without the document, the member is found by rebuilding the document from the Storylines

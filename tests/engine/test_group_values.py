@@ -126,3 +126,12 @@ def test_the_mapping_table_lists_every_candidate_pointer_and_the_constants():
     assert "| `/rows/{r}/project` | `/run` |" in text
     assert "| `/rows/{r}/team` | `/agent/id` `/agent/name` |" in text
     assert '- `/agent/id` = `"nobody"`' in text
+
+
+def test_turn_ids_from_the_order_key_and_back():
+    ids = group.parse_ids({"ask": {"times": 2, "plus": -1}, "say": {"times": 2}})
+    assert [ids["ask"].of(1, 3), ids["say"].of(1, 3)] == [6, 7]
+    assert [ids["say"].order(1, t) for t in (7, 6, 1, "7")] == [3, None, None, None]  # odd, 0 and text: none
+    with pytest.raises(MapcError) as info:
+        group.parse_ids({"a/b": {"times": 0}})
+    assert info.value.problems[0].pointer == "/ids/a~1b"

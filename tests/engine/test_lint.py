@@ -68,7 +68,7 @@ checks:
   - {call: actf_step_problems, at: "/items/{i}"}
   - {nonempty: "/items/{i}/who", each: "/items/{i}", documents: all}
 prepare:
-  - {at: "/items/{i}/calls", when: object, call: actf_other_fields}
+  - {at: "/items/{i}/calls", when: object, call: json_text}
 detect:
   paths: ["*.toy.json"]
   content:
@@ -78,7 +78,7 @@ rules:
   - {const: storyline/v1, to: /schema_version}
   - {from: /name, to: /session}
   - {from: /bot, to: /agent/id}
-  - {call: actf_metric, args: [/summary], to: /final_metrics, derived: true}
+  - {call: json_text, args: [/summary], to: /final_metrics, derived: true}
   - {from: /summary/ok, to: /final_metrics/ok}
   - {from: "/items/{i}/id", to: "/turns/{t}/id"}
   - {from: "/items/{i}/who", to: "/turns/{t}/src"}
@@ -86,7 +86,7 @@ rules:
   - {from: "/items/{i}/calls/{c}/id", to: "/turns/{t}/tool_calls/{c}/tcid"}
   - first_of: ["/items/{i}/calls/{c}/fn", "/items/{i}/calls/{c}/function/name"]
     to: "/turns/{t}/tool_calls/{c}/fn"
-  - first_of: ["/items/{i}/calls/{c}/args", {call: actf_command_args, args: ["/items/{i}/calls/{c}/function"]}]
+  - first_of: ["/items/{i}/calls/{c}/args", {call: json_text, args: ["/items/{i}/calls/{c}/function"]}]
     to: "/turns/{t}/tool_calls/{c}/args"
 """
 
@@ -136,11 +136,13 @@ def test_unknown_reverse_function():
 def test_unknown_functions_in_checks_computed_candidates_and_detection():
     p = _one(GROWN.replace("{call: actf_step_problems", "{call: no_check"), "spec.unknown_function")
     assert p.spec_at.line == GROWN.splitlines().index('  - {call: actf_step_problems, at: "/items/{i}"}') + 1
-    assert "spec.unknown_function" in _codes(GROWN.replace("{call: actf_command_args", "{call: no_candidate"))
+    assert "spec.unknown_function" in _codes(
+        GROWN.replace('{call: json_text, args: ["/items', '{call: no_candidate, args: ["/items')
+    )
     p = _one(GROWN.replace("{call: actf_document}", "{call: no_detector}"), "spec.unknown_function")
     assert p.pointer == "/detect/content/1/any/1/call"
     assert p.spec_at.line == GROWN.splitlines().index(next(x for x in GROWN.splitlines() if "actf_document" in x)) + 1
-    p = _one(GROWN.replace("call: actf_other_fields}", "call: no_preparer}"), "spec.unknown_function")
+    p = _one(GROWN.replace("call: json_text}", "call: no_preparer}"), "spec.unknown_function")
     assert p.pointer == "/prepare/0/call"
 
 
@@ -213,7 +215,7 @@ def test_an_authoritative_row_inside_a_derived_whole_object_is_not_an_overlap():
     assert "lint.overlapping_targets" not in _codes(GROWN)
     # the same whole object written by an authoritative copy is an overlap
     text = GROWN.replace(
-        "{call: actf_metric, args: [/summary], to: /final_metrics, derived: true}", "{from: /bot, to: /final_metrics}"
+        "{call: json_text, args: [/summary], to: /final_metrics, derived: true}", "{from: /bot, to: /final_metrics}"
     )
     p = _one(text, "lint.overlapping_targets")
     assert "/final_metrics/ok" in p.message

@@ -6,7 +6,8 @@
 4. every reject rule of docs/formats.md (ACTF: what reading refuses), with code and pointer;
 5. containers and the ``_storyline`` envelope (carriers ``/attempts/{a}``);
 6. edges the laws found, kept as minimal regression tests;
-7. gaps: minimal tests of what mapc loses or rejects against REFERENCE (they fail until fixed).
+7. gaps: minimal tests of what mapc loses or rejects against the reference's rules (docs/formats.md
+   "ACTF"; they fail until fixed).
 
 Attempt order: issue 4 asks for the order the file lists the attempts; the reference sorts the keys as
 strings (``"10"`` < ``"2"``).  mapc follows the issue (docs/formats.md, ACTF), and so do these tests.
@@ -1638,9 +1639,9 @@ def test_reverse_residual_problems_name_the_storyline() -> None:
     assert reverse_problems(stories) == [("residual.conflict", "/1/unknown_fields/sources/actf/fields/~1vendor")]
 
 
-# === 7. Gaps found against REFERENCE: fixed, or decided (each test says which) =================
+# === 7. Gaps found against the reference's rules: fixed, or decided (each test says which) =================
 #
-# Each test is minimal: one document with one feature, and the REFERENCE rule it concerns.
+# Each test is minimal: one document with one feature, and the rule (docs/formats.md "ACTF") it concerns.
 
 
 EXPORT_DEFAULTS = {"ground_truth": "", "artifacts": {}, "extra": {}, "meta": {}}

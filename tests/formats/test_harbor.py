@@ -22,7 +22,7 @@ from conftest import DATA, FIXTURES
 from harbor_strategies import continuation_segments, harbor_documents
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from test_hops import is_row, plain, without_source
+from test_hops import has_row, plain, without_source
 
 import mapc
 from mapc.engine import pointer
@@ -219,7 +219,7 @@ def test_harbor_valid_atif_stays_harbor_valid_through_every_hop(doc: dict[str, A
         # What B refuses, clearly: OpenAI Messages, a Storyline (the root or a subagent) without an
         # agent turn with output has no row to write (issue 15 §5: every other run converts).
         assert (via, {p.code for p in exc.problems}) == ("openai-msg", {"export.unrepresentable"})
-        assert any(not any(is_row(t) for t in s["turns"]) for s in stories)
+        assert not all(map(has_row, stories))
         return
     back = mapc.from_storyline("atif", hopped)
     for out in as_list(back):

@@ -1,6 +1,6 @@
 """Crash consistency: a `mapc store` or `mapc convert` killed with SIGKILL at any moment leaves no
 partial document — the dataset opens at a version with all of a job's rows or none of them, and every
-output file is whole (REFERENCE-independent; issue 10)."""
+output file is whole (issue 10; SECURITY.md)."""
 
 from __future__ import annotations
 

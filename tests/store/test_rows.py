@@ -24,8 +24,9 @@ FIXTURE_FILES = sorted(
     if fmt.is_dir() and fmt.name in convert.formats()
     for path in sorted(fmt.iterdir())
     # legacy-*: a file mapc must refuse (tests/formats/test_agenticmd.py); a directory (a Claude Code
-    # session's subagents) is read with the session file beside it, not alone
-    if not path.name.startswith("legacy-") and path.is_file()
+    # session's subagents) is read with the session file beside it, not alone; a README says where the
+    # fixtures come from
+    if not path.name.startswith("legacy-") and path.is_file() and (path.name != "README.md" or fmt.name == "agenticmd")
 )
 
 
