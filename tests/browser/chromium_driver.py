@@ -18,6 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 # Screenshots for people to look at (not committed): MAPC_TEST_OUTPUT, else test-output/ at the root.
 OUTPUT = Path(os.environ.get("MAPC_TEST_OUTPUT") or ROOT / "test-output") / "view"
+FULL_PAGE_MAX_PX = 30_000  # taller pages are captured by their top (Page.screenshot)
 FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -88,7 +89,10 @@ class Page:
     def screenshot(self, name: str) -> Path:
         OUTPUT.mkdir(parents=True, exist_ok=True)
         target = OUTPUT / f"{name}.png"
-        self.page.screenshot(path=str(target), full_page=True)
+        # the whole page, unless it is very tall (a real session of 1,800 turns): a full-page capture
+        # of that takes Chromium longer than the timeout, so its top is kept
+        tall = self.page.evaluate("document.documentElement.scrollHeight") > FULL_PAGE_MAX_PX
+        self.page.screenshot(path=str(target), full_page=not tall)
         return target
 
 
