@@ -21,9 +21,7 @@ Order lives only in ``storage_ordinal``, ``turn_ordinal`` and ``call_index``; pr
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -33,6 +31,7 @@ import pyarrow.compute as pc
 
 from mapc.engine import storyline
 from mapc.engine.problems import MapcError, Problem
+from mapc.engine.run import paused_gc
 from mapc.engine.serialize import canonical_storyline, canonical_turn_part
 from mapc.engine.timestamp import TimestampError, timestamp_ns
 from mapc.engine.values import json_equal
@@ -129,20 +128,6 @@ TOOL_CALLS_SCHEMA: Final = _schema(
 
 SCHEMAS: Final = {"runs": RUNS_SCHEMA, "steps": STEPS_SCHEMA, "tool_calls": TOOL_CALLS_SCHEMA}
 """The three tables in write order, with their exact Arrow schemas."""
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """The cyclic collector paused: splitting and rebuilding make millions of small acyclic containers
-    (parsed cells, rows, turns), and the collector would walk every live document again and again while
-    they are made: a third of `mapc export`'s time at 64 MB.  Nothing made here holds a cycle."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _json(value: Any) -> bytes | None:
