@@ -192,21 +192,9 @@ def store_data(kind: str, key: bytes, value: Any) -> None:
 
 def spec_data(text: str) -> Any | None:
     """The cached parse of spec `text` (JSON data, checked again by the caller), or None."""
-    body = _load("spec", text.encode("utf-8", "surrogatepass"))
-    if body is None:
-        return None
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return None
+    return data("spec", text.encode("utf-8", "surrogatepass"))
 
 
-def store_spec_data(text: str, data: Any) -> None:
+def store_spec_data(text: str, value: Any) -> None:
     """Keep the parse of spec `text`; data orjson cannot write is not kept."""
-    if _state["dir"] is None:
-        return
-    try:
-        body = orjson.dumps(data)
-    except TypeError:
-        return
-    _store("spec", text.encode("utf-8", "surrogatepass"), body)
+    store_data("spec", text.encode("utf-8", "surrogatepass"), value)
