@@ -183,17 +183,21 @@ def make_app(upstream: str, recorder: Recorder) -> Any:
     base = upstream.rstrip("/")
     base_path = urlsplit(upstream).path.rstrip("/")
 
-    client_key = web.AppKey("client", ClientSession)
+    # the upstream client lives in this closure, not in the app's state: aiohttp's AppKey must be
+    # made at a module's top level, and a proxy started from a thread has no module frame to name it
+    clients: list[ClientSession] = []
 
     async def on_startup(app: web.Application) -> None:
-        app[client_key] = ClientSession(
-            timeout=ClientTimeout(total=None, sock_connect=30),
-            auto_decompress=False,  # the bytes the upstream sent are the bytes the client gets
-            skip_auto_headers=("Accept-Encoding", "User-Agent"),  # only the client's own headers go on
+        clients.append(
+            ClientSession(
+                timeout=ClientTimeout(total=None, sock_connect=30),
+                auto_decompress=False,  # the bytes the upstream sent are the bytes the client gets
+                skip_auto_headers=("Accept-Encoding", "User-Agent"),  # only the client's own headers go on
+            )
         )
 
     async def on_cleanup(app: web.Application) -> None:
-        await app[client_key].close()
+        await clients.pop().close()
 
     async def forward(request: web.Request) -> web.StreamResponse:
         call_id = uuid.uuid4().hex
@@ -217,7 +221,7 @@ def make_app(upstream: str, recorder: Recorder) -> Any:
         # Accept-Encoding is not forwarded: the upstream then answers uncompressed, so the record
         # holds the body itself and the client gets the same bytes the upstream sent.
         sent = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP | {"accept-encoding"}}
-        client = request.app[client_key]
+        client = clients[0]
         try:
             upstream_response = await client.request(
                 request.method, base + str(request.rel_url), headers=sent, data=data, allow_redirects=False

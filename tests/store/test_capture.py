@@ -4,6 +4,7 @@ all on loopback with real sockets, recording into a real events.lance."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import signal
 import socket
@@ -51,6 +52,13 @@ STREAM_EVENTS = [
     {"type": "message_stop"},
 ]
 STREAM = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in STREAM_EVENTS).encode()
+
+
+def in_own_loop(coro: Any) -> Any:
+    """`asyncio.run(coro)` in a thread of its own: a test run that drives the browser first has
+    Playwright's event loop running in this thread for the rest of the session."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 class Stub:
@@ -136,7 +144,7 @@ async def session_through_the_proxy(table: Path) -> tuple[Stub, list[bytes], byt
 
 def test_the_proxy_passes_the_stream_through_unchanged_and_records_a_projectable_session(tmp_path):
     table = tmp_path / "events.lance"
-    stub, chunks, streamed, _ = asyncio.run(session_through_the_proxy(table))
+    stub, chunks, streamed, _ = in_own_loop(session_through_the_proxy(table))
     assert streamed == STREAM  # byte for byte
     assert len(chunks) >= 2 and chunks[0] == STREAM[:37]  # the first piece arrived before the rest was sent
     assert stub.seen[0]["path"] == "/v1/messages?beta=true"
@@ -191,7 +199,7 @@ def test_an_unreachable_upstream_is_a_recorded_502(tmp_path):
             with pytest.raises(asyncio.CancelledError):
                 await proxy
 
-    status, body = asyncio.run(run())
+    status, body = in_own_loop(run())
     assert status == 502 and body["error"]["type"] == "upstream_unreachable"
     records = events.read_records(tmp_path / "events.lance")
     assert [(r["kind"], r["payload"]["http"].get("status")) for r in records] == [
@@ -241,7 +249,7 @@ def test_the_cli_command_listens_records_and_stops_on_ctrl_c(tmp_path):
             await runner.cleanup()
         return code, line + rest
 
-    code, err = asyncio.run(run())
+    code, err = in_own_loop(run())
     assert f"listening on http://127.0.0.1:{port}" in err
     assert code == 130 and "recorded 1 exchanges (2 events)" in err
     records = events.read_records(tmp_path / "events.lance")
