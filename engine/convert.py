@@ -561,8 +561,8 @@ def as_lines(fmt: str, output: Any) -> Any:
 
 
 def companions_pattern(fmt: str) -> str | None:
-    """For an event-stream format whose streams have child streams in files beside them (Claude
-    Code's subagent transcripts), the spec's glob of those files relative to the stream's file,
+    """For an event-stream format whose streams have child streams in files beside them (a
+    session's subagent transcripts), the spec's glob of those files relative to the stream's file,
     with ``{stem}`` the file's name without its suffix; None otherwise."""
     if fmt == STORYLINE or codecs.lookup(fmt) is not None:
         return None

@@ -6,7 +6,7 @@ line by line and whether it writes each tree of Storylines as a document of its 
 of a pair), and whether a file looks like one of its own (`detect`).  There are three kinds:
 
 - the hub, Storyline itself (``storyline``): read and checked as it is;
-- a spec format (``spec``): a YAML spec compiled by the engine (atif, actf, openai-msg, …);
+- a spec format (``spec``): a YAML spec compiled by the engine (each mappings/*.yaml);
 - a codec (``codec``): a format that is not JSON, read and written by code (engine/codecs.py).
 
 `Catalog.format(name)` gives one; `decode`/`encode` run the whole job of engine/convert.py

@@ -7,7 +7,7 @@ tried in order (`first_of`); the first that gives a value passing `when` wins::
     group:
       - {to: /session, first_of: [/session_id]}
       - {to: /run, first_of: [[/run_id, /run_bucket, /job_id]], when: text,
-         conflict: openai.conflicting_run, back: /job_id}
+         conflict: rows.conflicting_run, back: /job_id}
       - {to: [/agent/id, /agent/name], first_of: [[/agent_id, /meta_json/source], {const: import}],
          when: text}
 

@@ -91,7 +91,7 @@ class Report:
     synthesized: tuple[Said, ...] = ()
     problems: tuple[Problem, ...] = field(default=())
     path: str | None = None
-    invalid: tuple[Problem, ...] = ()  # the output's problems under its format owner's rules (Harbor)
+    invalid: tuple[Problem, ...] = ()  # the output's problems under its format owner's rules
     owner: str = ""  # whose rules `invalid` are
 
     @property
@@ -109,7 +109,7 @@ class Report:
         return dataclasses.replace(self, owner=owner, invalid=invalid)
 
     def summary(self) -> str:
-        """One clause per kind: ``/agent/name synthesized as "ACTF Agent"; 3 values carried in _storyline (atif 3)``."""
+        """One clause per kind: ``/agent/name synthesized as "Agent"; 3 values carried in _storyline (a 3)``."""
         parts = []
         if self.synthesized:
             parts.append("synthesized: " + _grouped(self.synthesized, as_value=True))

@@ -72,8 +72,8 @@ def carry_home(
 
 # The Storyline's own keys that tie a tree (or a task's attempts) together: a format without
 # trees (one document per task, rows grouped by session) loses them, and without them A's
-# document cannot be rebuilt; a format without a task (ATIF) loses the run and the attempt key
-# that make ACTF's attempts one document (found by the hop law over generated ACTF).
+# document cannot be rebuilt; a format without a task loses the run and the attempt key that
+# make a task's attempts one document (found by the hop law over generated task documents).
 TREE_KEYS = ("trajectory", "parent", "children", "run", "attempt_id")
 
 

@@ -13,7 +13,7 @@ apart by one key (`type`).  A spec says, as data, for each kind (`records:`, the
 - `turn: false` (or no entry at all: a kind from a newer version): the record is kept whole;
   with `attach: next` or `attach: previous` its `rules` also lend values to the turn after or
   before it (`attach_when: {storyline pointer: value}`: only to such a turn), forward only: a
-  Codex `turn_context` is the next turn's env, its token counts the previous turn's metrics;
+  context record is the next turn's env, a token-count record the previous turn's metrics;
 - `head: fn`: the reverse of a Storyline from elsewhere writes this kind's record first, `fn(story)`
   (a session's meta record);
 - `order: {pointer: [keys]}`: the key order of inner objects, and their known keys (any other is

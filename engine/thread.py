@@ -1,7 +1,7 @@
 """Threading of an event stream by a parent id (`document.stream.thread`): which records are the
 active branch.
 
-A stream whose records name their parent (`uuid` / `parentUuid`) is a tree, not a list: an edited
+A stream whose records name their parent (an id and a parent id) is a tree, not a list: an edited
 or retried message starts a new branch beside the old one, and the file keeps both.  The active
 branch is the chain of ancestors of the *leaf*, the last record (in file order) of a kind that
 makes a turn.  A parent is the first present, non-null value of the `parent` pointers (a second
