@@ -387,11 +387,13 @@ def output_item_events(events: list[Any]) -> dict[str, Any]:
             append(item_of(event), "input", event.get("delta"))
         elif kind == "response.custom_tool_call_input.done" and type(event.get("input")) is str:
             item_of(event)["input"] = event["input"]
-        elif kind in ("response.reasoning_summary_part.added", "response.reasoning_summary_part.done"):
-            if type(event.get("part")) is dict:
-                part = part_of(event, "summary", "summary_index", "summary_text")
-                part.clear()
-                part.update(event["part"])
+        elif (
+            kind in ("response.reasoning_summary_part.added", "response.reasoning_summary_part.done")
+            and type(event.get("part")) is dict
+        ):
+            part = part_of(event, "summary", "summary_index", "summary_text")
+            part.clear()
+            part.update(event["part"])
         elif kind == "response.reasoning_summary_text.delta":
             append(part_of(event, "summary", "summary_index", "summary_text"), "text", event.get("delta"))
         elif kind == "response.reasoning_summary_text.done" and type(event.get("text")) is str:
