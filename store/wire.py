@@ -318,6 +318,35 @@ _RESPONSE_EVENTS: Final = frozenset(
 )
 
 
+# Where the Responses stream events go (`output_item_events`).  A part's address: the item's list
+# key, the event's index key, and the type of a part the stream opens without naming it.
+_CONTENT = ("content", "content_index", "output_text")
+_REFUSAL = ("content", "content_index", "refusal")
+_SUMMARY = ("summary", "summary_index", "summary_text")
+# kind -> (the event's key holding the whole object, the part it replaces; None: the item)
+_REPLACED: dict[str, tuple[str, tuple[str, str, str] | None]] = {
+    "response.output_item.added": ("item", None),
+    "response.output_item.done": ("item", None),
+    "response.content_part.added": ("part", _CONTENT),
+    "response.content_part.done": ("part", _CONTENT),
+    "response.reasoning_summary_part.added": ("part", _SUMMARY),
+    "response.reasoning_summary_part.done": ("part", _SUMMARY),
+}
+# kind -> (the part, None: the item; its key): a ``.delta`` appends to the key, a ``.done`` event's
+# value under that key replaces what the deltas built
+_STREAMED: dict[str, tuple[tuple[str, str, str] | None, str]] = {
+    f"response.{name}.{step}": (address, key)
+    for name, address, key in (
+        ("output_text", _CONTENT, "text"),
+        ("refusal", _REFUSAL, "refusal"),
+        ("function_call_arguments", None, "arguments"),
+        ("custom_tool_call_input", None, "input"),
+        ("reasoning_summary_text", _SUMMARY, "text"),
+    )
+    for step in ("delta", "done")
+}
+
+
 def output_item_events(events: list[Any]) -> dict[str, Any]:
     """The response a stream of output-item events describes (the body a non-streamed call returns).
 
@@ -355,6 +384,9 @@ def output_item_events(events: list[Any]) -> dict[str, Any]:
     def append(obj: dict[str, Any], key: str, text: Any) -> None:
         obj[key] = str(obj.get(key) or "") + (text if type(text) is str else "")
 
+    def target(event: dict[str, Any], address: tuple[str, str, str] | None) -> dict[str, Any]:
+        return item_of(event) if address is None else part_of(event, *address)
+
     for event in events:
         if type(event) is not dict:
             continue
@@ -363,41 +395,17 @@ def output_item_events(events: list[Any]) -> dict[str, Any]:
             continue
         if kind in _RESPONSE_EVENTS and type(event.get("response")) is dict:
             response = {**response, **event["response"]}
-        elif kind in ("response.output_item.added", "response.output_item.done") and type(event.get("item")) is dict:
-            item = item_of(event)
-            item.clear()
-            item.update(event["item"])
-        elif kind in ("response.content_part.added", "response.content_part.done") and type(event.get("part")) is dict:
-            part = part_of(event, "content", "content_index", "output_text")
-            part.clear()
-            part.update(event["part"])
-        elif kind == "response.output_text.delta":
-            append(part_of(event, "content", "content_index", "output_text"), "text", event.get("delta"))
-        elif kind == "response.output_text.done" and type(event.get("text")) is str:
-            part_of(event, "content", "content_index", "output_text")["text"] = event["text"]
-        elif kind == "response.refusal.delta":
-            append(part_of(event, "content", "content_index", "refusal"), "refusal", event.get("delta"))
-        elif kind == "response.refusal.done" and type(event.get("refusal")) is str:
-            part_of(event, "content", "content_index", "refusal")["refusal"] = event["refusal"]
-        elif kind == "response.function_call_arguments.delta":
-            append(item_of(event), "arguments", event.get("delta"))
-        elif kind == "response.function_call_arguments.done" and type(event.get("arguments")) is str:
-            item_of(event)["arguments"] = event["arguments"]
-        elif kind == "response.custom_tool_call_input.delta":
-            append(item_of(event), "input", event.get("delta"))
-        elif kind == "response.custom_tool_call_input.done" and type(event.get("input")) is str:
-            item_of(event)["input"] = event["input"]
-        elif (
-            kind in ("response.reasoning_summary_part.added", "response.reasoning_summary_part.done")
-            and type(event.get("part")) is dict
-        ):
-            part = part_of(event, "summary", "summary_index", "summary_text")
-            part.clear()
-            part.update(event["part"])
-        elif kind == "response.reasoning_summary_text.delta":
-            append(part_of(event, "summary", "summary_index", "summary_text"), "text", event.get("delta"))
-        elif kind == "response.reasoning_summary_text.done" and type(event.get("text")) is str:
-            part_of(event, "summary", "summary_index", "summary_text")["text"] = event["text"]
+        elif kind in _REPLACED and type(event.get(_REPLACED[kind][0])) is dict:
+            key, address = _REPLACED[kind]
+            whole = target(event, address)
+            whole.clear()
+            whole.update(event[key])
+        elif kind in _STREAMED and (kind.endswith(".delta") or type(event.get(_STREAMED[kind][1])) is str):
+            address, key = _STREAMED[kind]
+            if kind.endswith(".delta"):
+                append(target(event, address), key, event.get("delta"))
+            else:
+                target(event, address)[key] = event[key]
         elif kind == "response.output_text.annotation.added" and "annotation" in event:
             part = part_of(event, "content", "content_index", "output_text")
             part["annotations"] = [*(part.get("annotations") or []), event["annotation"]]
