@@ -16,7 +16,7 @@ from mapc.engine.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "data" / "fixtures"
-SHIPPED = dict(specs="mapc.mappings", functions=("mapc.mappings.functions",), codecs="mapc.mappings")
+SHIPPED = dict(specs="mapc.mappings", functions=catalog.installed().functions, codecs="mapc.mappings")
 
 
 def test_a_catalog_that_is_not_installed_can_be_passed_down():
@@ -31,7 +31,7 @@ def test_a_catalog_that_is_not_installed_can_be_passed_down():
 
 
 def test_a_catalog_without_codecs_has_none():
-    bare = catalog.Catalog("mapc.mappings", ("mapc.mappings.functions",), None)
+    bare = catalog.Catalog("mapc.mappings", catalog.installed().functions, None)
     assert codecs.names(bare) == []
     assert "agenticmd" not in bare.count_trees()
     assert detect.detect("notes.md", b"# not json", catalog=bare) is None
