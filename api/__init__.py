@@ -69,6 +69,9 @@ _SHIPPED_FUNCTIONS = (
     "mapc.mappings.codex",
     "mapc.mappings.claude_code",
 )
+# The modules declaring the shipped codecs (tests/engine/test_catalog.py checks that no other module of
+# `mapc.mappings` declares one): only these are imported to list the codecs, not every format's module.
+_SHIPPED_CODECS = ("mapc.mappings.agenticmd", "mapc.mappings.otel_genai")
 
 
 def _install_the_shipped_catalog() -> None:
@@ -76,7 +79,7 @@ def _install_the_shipped_catalog() -> None:
     `mapc.mappings`, given to the engine (which imports nothing of them by itself)."""
     from mapc.engine import catalog
 
-    catalog.install(catalog.Catalog(specs="mapc.mappings", functions=_SHIPPED_FUNCTIONS, codecs="mapc.mappings"))
+    catalog.install(catalog.Catalog(specs="mapc.mappings", functions=_SHIPPED_FUNCTIONS, codecs=_SHIPPED_CODECS))
 
 
 _install_the_shipped_catalog()

@@ -37,13 +37,14 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Catalog:
     """The formats the engine runs: `specs`, a package holding the shipped ``NAME.yaml`` specs;
-    `functions`, modules whose import registers the functions specs may call; `codecs`, a
-    package whose modules may each declare a ``CODEC`` (None: no codecs).  What it loads and
-    compiles it keeps (not part of its value: two catalogs naming the same packages are equal)."""
+    `functions`, modules whose import registers the functions specs may call; `codecs`, the
+    modules that each declare a ``CODEC``, or a package whose modules may (all imported to find
+    them; None: no codecs).  What it loads and compiles it keeps (not part of its value: two
+    catalogs naming the same packages are equal)."""
 
     specs: str
     functions: tuple[str, ...] = ()
-    codecs: str | None = None
+    codecs: str | tuple[str, ...] | None = None
     _held: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # -- functions and codecs --
@@ -84,12 +85,16 @@ class Catalog:
             from mapc.engine.codecs import Codec
 
             table = {}
-            if self.codecs is not None:
+            modules: tuple[str, ...] = ()
+            if isinstance(self.codecs, str):
                 package = importlib.import_module(self.codecs)
-                for info in pkgutil.iter_modules(package.__path__):
-                    codec = getattr(importlib.import_module(f"{self.codecs}.{info.name}"), "CODEC", None)
-                    if isinstance(codec, Codec):
-                        table.setdefault(codec.name, codec)
+                modules = tuple(f"{self.codecs}.{info.name}" for info in pkgutil.iter_modules(package.__path__))
+            elif self.codecs is not None:
+                modules = self.codecs
+            for module in modules:
+                codec = getattr(importlib.import_module(module), "CODEC", None)
+                if isinstance(codec, Codec):
+                    table.setdefault(codec.name, codec)
             self._held["codecs"] = table
         return table
 
