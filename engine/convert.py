@@ -634,13 +634,13 @@ def into_storyline_with(
 def drift(fmt: str, data: bytes, options: Options = DEFAULT) -> list[str]:
     """What an event stream holds that its format's spec does not know (record types, keys, versions
     it was not checked against), one message per kind; [] for every other format."""
-    from mapc.engine import stream
-
     if fmt == STORYLINE or _codec(fmt) is not None:
         return []
     spec = program_for(fmt).spec.stream
     if spec is None:
         return []
+    from mapc.engine import stream
+
     records = [u.document for u in read_units(data, jsonl=True, options=options)]
     return stream.drift(spec, records).messages(spec.checked)
 
