@@ -770,9 +770,23 @@ def _place_marks(
         ):
             holder = _put(holder, tokens, value)  # positions in order: the ids come out in the record's order
         ids = [v for _, v in pairing.record_ids(spec.pair, holder)]
-        if ids and all(v in by_id for v in ids):
+        if ids and all(v in by_id for v in ids) and _still_a_result(spec, [by_id[v] for v in ids], items):
             out[i] = ids
     return out
+
+
+def _still_a_result(spec: StreamSpec, items: list[Any], parts: list[tuple[Tokens, Any]]) -> bool:
+    """Whether the result record of `items`, with the residuals over it, is still a result record:
+    a call record also holds the id at `pair.record` (its own call id), and after a hop its
+    residuals may name it, but they then also say its kind (found by the hop law over generated
+    rollouts: the call was laid out as a result and its turn written once more at the end)."""
+    assert spec.pair is not None
+    entry = next(e for e in spec.entries if e.paired)
+    record = rebuild(spec, entry, pairing.with_results(spec.pair, {}, items))
+    for tokens, value in parts:
+        record = _put(record, tokens, value)
+    found = entry_of(spec, record)
+    return found is not None and found.paired
 
 
 def _turn_record(spec: StreamSpec, turn: dict[str, Any], n: int, fallback: Entry | None = None) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from mapc.engine.schema import reference_validator
 DIR = FIXTURES / "claude-code"
 SESSION_FILE = DIR / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
 SUBAGENTS = sorted((DIR / "258c7280-ae70-4798-800f-63464d01a85d" / "subagents").glob("*.jsonl"))
-OTHERS = ["storyline", "atif", "actf", "openai-msg", "agenticmd", "openai-chat", "sharegpt", "otel-genai"]
+OTHERS = ["storyline", "atif", "actf", "openai-msg", "agenticmd", "openai-chat", "sharegpt", "otel-genai", "codex"]
 
 
 def records(path: Path) -> list[Any]:
