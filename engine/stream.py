@@ -89,7 +89,7 @@ class Entry:
     defaults: tuple[tuple[Tokens, Any], ...] = ()  # values a record written from elsewhere gets where absent
     attach: str | None = None  # a kept record lends its rules' values to the "next"/"previous" turn
     attach_when: tuple[tuple[Tokens, Any], ...] = ()  # … only to a turn holding these values
-    head: str | None = None  # the reverse of a foreign Storyline writes this record first: fn(story)
+    head: str | tuple[Rule, ...] | None = None  # the reverse of a foreign Storyline writes this record first
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,8 +241,10 @@ def _entry(item: Any, where: str, fail: Any) -> Entry | None:
         fail(f"{where}/attach", "`attach` is next or previous, for a record kind that is not a turn")
         attach = None
     head = item.get("head")
-    if head is not None and (not isinstance(head, str) or item.get("turn")):
-        fail(f"{where}/head", "`head` names a registered function, for a record kind that is not a turn")
+    if isinstance(head, list) and not item.get("turn"):
+        head = tuple(r for n, x in enumerate(head) if (r := _rule(x, f"{where}/head/{n}", fail, head=True)))
+    elif head is not None and (not isinstance(head, str) or item.get("turn")):
+        fail(f"{where}/head", "`head` names a registered function or lists rules, for a record kind that is not a turn")
         head = None
     rules = []
     for n, r in enumerate(item.get("rules") or []):
@@ -267,8 +269,10 @@ def _entry(item: Any, where: str, fail: Any) -> Entry | None:
     )
 
 
-def _rule(item: Any, where: str, fail: Any, story: bool = False) -> Rule | None:
+def _rule(item: Any, where: str, fail: Any, story: bool = False, head: bool = False) -> Rule | None:
     known = {"from", "to", "const", "call", "back", *(("pick", "every", "when") if story else ("group",))}
+    if head:  # head rules: Storyline pointer (`from`) → record pointer (`to`), `else` when it is absent
+        known = {"from", "to", "const", "else"}
     if not isinstance(item, dict) or "to" not in item:
         fail(where, "a rule is a mapping with `to`")
         return None
@@ -292,11 +296,10 @@ def _rule(item: Any, where: str, fail: Any, story: bool = False) -> Rule | None:
     if "from" in item:
         src = _pointer(item["from"], f"{where}/from", fail)
         when = _conditions(item.get("when"), f"{where}/when", fail)
-        return (
-            Rule("copy", to, src or (), pick=item.get("pick", "first"), every=bool(item.get("every")), when=when)
-            if src is not None
-            else None
-        )
+        if src is None:
+            return None
+        every = bool(item.get("every"))
+        return Rule("copy", to, src, item.get("else"), pick=item.get("pick", "first"), every=every, when=when)
     if "const" in item:
         return Rule("const", to, value=item["const"])
     return Rule(
@@ -808,12 +811,25 @@ def _with_defaults(entry: Entry | None, record: dict[str, Any]) -> dict[str, Any
     return record
 
 
+def _head(head: str | tuple[Rule, ...], story: dict[str, Any]) -> dict[str, Any]:
+    """The head record of a Storyline from elsewhere: `fn(story)`, or its rules (each a const, or
+    the Storyline's value at `from`, else the rule's `else` when that is absent or null)."""
+    if isinstance(head, str):
+        return dict(_fn(head)(story))
+    record: dict[str, Any] = {}
+    for rule in head:
+        value = rule.value if rule.op == "const" else pointer.resolve(story, rule.src)
+        if rule.op == "copy" and (value is MISSING or value is None):
+            value = MISSING if rule.value is None else rule.value
+        if value is not MISSING:
+            record = _put(record, rule.to, value)
+    return record
+
+
 def _written(spec: StreamSpec, story: dict[str, Any], n: int) -> list[Any]:
     """A Storyline from elsewhere: each turn a record, its results as result records after it."""
     session = str(story.get("session", ""))
-    records: list[dict[str, Any]] = [
-        _put(_fn(e.head)(story), spec.type, e.type) for e in spec.entries if e.head is not None
-    ]
+    records: list[dict[str, Any]] = [_put(_head(e.head, story), spec.type, e.type) for e in spec.entries if e.head]
     paired = next((e for e in spec.entries if e.paired), None)
     for t, turn in enumerate(story.get("turns") or []):
         if type(turn) is not dict:
