@@ -263,6 +263,22 @@ def test_unknown_record_types_keys_and_versions_are_kept_counted_and_reported(tm
     assert "unknown record types from a newer version, kept whole: attachment ×1" in result.stderr
     assert "unknown keys from a newer version, kept: user/futureFlag ×1" in result.stderr
     assert "versions the spec was not checked against: 2.9.0" in result.stderr
+    # and the same lines, naming the file, when a directory is converted (a subagent's too)
+    (tmp_path / "s" / "subagents").mkdir(parents=True)
+    kid = {**_rec("user", "k1", None, message={"role": "user", "content": "go"}), "agentId": "a1", "isSidechain": True}
+    (tmp_path / "s" / "subagents" / "agent-a1.jsonl").write_bytes(jsonl([{**kid, "newerKey": 1}]))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        cli, ["convert", str(tmp_path), "--from", "claude-code", "--to", "atif", "-o", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    assert f"{path}: warning: unknown record types from a newer version, kept whole: attachment ×1" in "\n".join(lines)
+    assert any(f"{path}: warning: unknown keys from a newer version, kept: user/futureFlag ×1" in x for x in lines)
+    assert any(
+        f"{path}: warning: s/subagents/agent-a1.jsonl: unknown keys" in x and "user/newerKey ×1" in x for x in lines
+    )
+    assert "converted 1 file (2 documents)" in result.stderr
 
 
 def test_a_record_that_is_not_an_object_is_refused_with_its_line() -> None:
