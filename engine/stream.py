@@ -698,12 +698,30 @@ def reverse(spec: StreamSpec, source: str, stories: list[dict[str, Any]]) -> lis
     out = []
     for n, story in enumerate(stories):
         fields = _own(story, source)
-        records = _in_place(spec, story, fields, n) if fields else _written(spec, story, n)
+        records = _in_place(spec, story, fields, n, source) if fields else _written(spec, story, n)
         out.append(Rebuilt(records, (Mapped(story, ROOT),)))  # type: ignore[arg-type]
     return out
 
 
-def _in_place(spec: StreamSpec, story: dict[str, Any], fields: dict[str, Any], n: int) -> list[Any]:
+_FRESH = " (without unknown_fields.sources.{source} the Storyline is written as a new stream, what it kept dropped)"
+
+
+def _unedited(turns: list[dict[str, Any]], n: int, source: str) -> None:
+    """Refuse, clearly, a Storyline whose turns were removed, inserted or moved after it was read:
+    the forward numbers its turns 1, 2, …, and the records' residuals sit at the positions of
+    those turns, so a turn out of that order would take another record's values."""
+    for k, turn in enumerate(turns):
+        if turn.get("id") != k + 1:
+            raise MapcError.single(
+                "export.edited",
+                f"/{n}/turns/{k}",
+                f"turn id {turn.get('id')!r} where the {source} stream's records put turn {k + 1}: turns were "
+                f"removed, inserted or moved after the Storyline was read, which cannot be written back in "
+                f"place{_FRESH.format(source=source)}",
+            )
+
+
+def _in_place(spec: StreamSpec, story: dict[str, Any], fields: dict[str, Any], n: int, source: str) -> list[Any]:
     if type(fields.get(ROOT)) is list:  # the whole stream was kept (a hop could not say it)
         return list(fields[ROOT])
     whole: dict[int, Any] = {}
@@ -718,6 +736,7 @@ def _in_place(spec: StreamSpec, story: dict[str, Any], fields: dict[str, Any], n
         else:
             parts.setdefault(i, []).append((tokens[1:], value))
     turns = [t for t in story.get("turns") or [] if type(t) is dict]
+    _unedited(turns, n, source)
     by_id: dict[str, Any] = {}
     if spec.pair is not None:
         for t in turns:
@@ -744,7 +763,11 @@ def _in_place(spec: StreamSpec, story: dict[str, Any], fields: dict[str, Any], n
             record = _turn_record(spec, turn, n)
         else:
             raise MapcError.single(
-                "export.layout", f"/{n}", f"the Storyline has fewer turns than its records need (record {i} has none)"
+                "export.edited",
+                f"/{n}/turns",
+                f"record {i} of the {source} stream has no turn to write it from: a turn, a tool call or a "
+                f"result was removed after the Storyline was read, and the stream cannot be written back in "
+                f"place{_FRESH.format(source=source)}",
             )
         for tokens, value in parts.get(i, ()):
             record = _put(record, tokens, value)
@@ -752,9 +775,10 @@ def _in_place(spec: StreamSpec, story: dict[str, Any], fields: dict[str, Any], n
         i += 1
     if unclaimed:
         raise MapcError.single(
-            "export.layout",
-            f"/{n}",
-            f"results {', '.join(unclaimed[:3])} belong to no record of the stream they came from",
+            "export.edited",
+            f"/{n}/turns",
+            f"results {', '.join(unclaimed[:3])} are in no record of the {source} stream they came from: a result "
+            f"was added, or given another id, after the Storyline was read{_FRESH.format(source=source)}",
         )
     return records
 
