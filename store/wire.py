@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import importlib.resources
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,8 +39,9 @@ from urllib.parse import urlsplit
 import orjson
 import yaml
 
-from mapc.engine import pointer
-from mapc.engine.problems import Problem
+from mapc.engine import duplicates, pointer
+from mapc.engine.options import DEFAULT, Options
+from mapc.engine.problems import MapcError, Problem
 from mapc.engine.values import MISSING
 
 
@@ -137,23 +137,54 @@ def recognise(payloads: list[Any]) -> Table | None:
 # --- bodies -------------------------------------------------------------------------------------------
 
 
-def _json(body: Any) -> Any:
+def json_body(body: Any, where: str = "", options: Options = DEFAULT) -> Any:
+    """A body as JSON: an object or list as is, a string holding JSON parsed, else None.
+
+    A JSON text that repeats a key in one object is refused (``json.duplicate_key``, at `where` +
+    the key's pointer) unless `options` allow duplicate keys, as every other input of mapc is
+    (engine/duplicates.py): the body would be read with one of the two values lost."""
     if type(body) in (dict, list):
         return body
     if type(body) is str and body.lstrip()[:1] in ("{", "["):
         try:
-            return orjson.loads(body)
+            value = orjson.loads(body)
         except orjson.JSONDecodeError:
             return None
+        _refuse_repeats(body, value, where, options)
+        return value
     return None
 
 
-def request_body(payload: Any) -> Any:
-    """The request body as JSON: ``payload.http.request_body``, else the flat legacy ``body``."""
+def json_text_value(text: str) -> Any:
+    """The value a JSON text inside a body holds (tool-call arguments), else the text itself: text
+    that is not JSON, or JSON that repeats a key in an object (reading it would lose one of the two
+    values; kept as the text it is, whatever the job's duplicate-key setting, as `decode_json` does)."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
+    return text if duplicates.repeats(text, value) else value
+
+
+def _refuse_repeats(text: str, value: Any, where: str, options: Options) -> None:
+    if options.allow_duplicate_keys:
+        return
+    repeated = duplicates.problems_of(text, value)
+    if repeated:
+        raise MapcError(
+            Problem(p.code, f"{where}{p.pointer}", f"{p.message} (--allow-duplicate-keys keeps the last value)")
+            for p in repeated
+        )
+
+
+def request_body(payload: Any, options: Options = DEFAULT) -> Any:
+    """The request body as JSON: ``payload.http.request_body``, else the flat legacy ``body``.
+
+    A body text that repeats a key is a `MapcError` at ``/payload/http/request_body/…`` (see `json_body`)."""
     if type(payload) is not dict:
         return None
-    body = _json(_http(payload).get("request_body"))
-    return body if body is not None else _json(payload.get("body"))
+    body = json_body(_http(payload).get("request_body"), "/payload/http/request_body", options)
+    return body if body is not None else json_body(payload.get("body"), "/payload/body", options)
 
 
 def _is_sse(payload: dict[str, Any], body: Any) -> bool:
@@ -163,10 +194,14 @@ def _is_sse(payload: dict[str, Any], body: Any) -> bool:
     return type(body) is str and body.lstrip().startswith(("event:", "data:"))
 
 
-def sse_events(text: str) -> list[Any]:
-    """The JSON ``data:`` payloads of an SSE text, in order (``[DONE]`` and non-JSON data skipped)."""
+def sse_events(text: str, where: str = "", options: Options = DEFAULT) -> list[Any]:
+    """The JSON ``data:`` payloads of an SSE text, in order (``[DONE]`` and non-JSON data skipped).
+
+    A payload that repeats a key is refused as `json_body` refuses a body, at `where` + ``/N`` (the
+    N-th data payload of the stream, from 0) + the key's pointer."""
     out = []
     data: list[str] = []
+    n = 0
     for line in [*text.splitlines(), ""]:
         if line.startswith("data:"):
             data.append(line[5:].removeprefix(" "))
@@ -176,9 +211,12 @@ def sse_events(text: str) -> list[Any]:
             if joined.strip() == "[DONE]":
                 continue
             try:
-                out.append(orjson.loads(joined))
+                value = orjson.loads(joined)
             except orjson.JSONDecodeError:
                 continue
+            _refuse_repeats(joined, value, f"{where}/{n}", options)
+            n += 1
+            out.append(value)
     return out
 
 
@@ -233,10 +271,7 @@ def content_block_events(events: list[Any]) -> dict[str, Any]:
         message["stream_unmapped"] = leftover
     for index, parts in partial.items():
         text = "".join(parts)
-        try:
-            blocks[index]["input"] = orjson.loads(text) if text else {}
-        except orjson.JSONDecodeError:
-            blocks[index]["input"] = text  # not JSON once complete: kept as the text it is
+        blocks[index]["input"] = json_text_value(text) if text else {}  # not JSON once complete: the text
     message["content"] = [*message["content"], *(blocks[i] for i in sorted(blocks))]
     return message
 
@@ -474,15 +509,19 @@ ASSEMBLERS: Final[dict[str, Callable[[list[Any]], dict[str, Any]]]] = {
 }
 
 
-def response_body(payload: Any, table: Table) -> Any:
-    """The response body as JSON: a JSON body as is, an SSE body assembled by the table's function."""
+def response_body(payload: Any, table: Table, options: Options = DEFAULT) -> Any:
+    """The response body as JSON: a JSON body as is, an SSE body assembled by the table's function.
+
+    A body text (or an SSE data payload) that repeats a key is a `MapcError` at
+    ``/payload/http/response_body/…`` (see `json_body`, `sse_events`)."""
     if type(payload) is not dict:
         return None
     http = _http(payload)
+    where = "/payload/http/response_body" if "response_body" in http else "/payload/body"
     body = http.get("response_body", payload.get("body"))
     if _is_sse(payload, body) and type(body) is str and table.stream in ASSEMBLERS:
-        return ASSEMBLERS[table.stream](sse_events(body))
-    return _json(body)
+        return ASSEMBLERS[table.stream](sse_events(body, where, options))
+    return json_body(body, where, options)
 
 
 def frame_text(payload: Any) -> str | None:
@@ -557,8 +596,7 @@ def read_block(block: Any, rule: dict[str, Any], kind_key: str = "type") -> dict
         read["text"] = "\n\n".join(t for t in texts if type(t) is str and t)
     for name in rule.get("parse", ()):
         if type(read.get(name)) is str:
-            with contextlib.suppress(orjson.JSONDecodeError):  # text that is not JSON stays a string
-                read[name] = orjson.loads(read[name])
+            read[name] = json_text_value(read[name])
     if type(block) is dict and "" not in names.values():  # keys the table does not read: kept, not dropped
         residue = _residue(block, [_tokens(where) for where in names.values()] + [(kind_key,), ("type",)])
         if residue is not MISSING:

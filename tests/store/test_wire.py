@@ -12,6 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mapc.engine import storyline
+from mapc.engine.options import Options
+from mapc.engine.problems import MapcError
 from mapc.store import events, wire
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "events"
@@ -676,3 +678,95 @@ def test_stream_events_no_assembly_reads_are_kept_not_dropped():
     stream = response_sse({"type": "response.created", "response": {"id": "r", "output": []}}, searching)
     _, turn = events.project_records(responses(0, "c", {"input": "q"}, stream, body_encoding="sse"))["turns"]
     assert turn["extra"]["response_unmapped"]["stream_unmapped"] == [searching]
+
+
+# --- recorded bodies and the duplicate-key policy ---------------------------------------------------------
+
+
+def _texts_with_repeats() -> list[dict[str, Any]]:
+    """The four-event case with one request body and one SSE data payload written as JSON text that
+    repeats a key (a recorder that stores the bytes it saw)."""
+    records = four()
+    request = records[0]["payload"]["http"]
+    text = orjson.dumps(request["request_body"]).decode()
+    request["request_body"] = text[:-1] + ', "model": "other"}'  # `model` twice in the top object
+    return records
+
+
+def test_a_recorded_body_that_repeats_a_key_is_refused_naming_the_record_and_the_pointer():
+    records = _texts_with_repeats()
+    try:
+        events.project_records(records)
+    except MapcError as exc:
+        assert [(p.code, p.pointer) for p in exc.problems] == [
+            ("json.duplicate_key", 'events[call_id="call-1", seq=1]/payload/http/request_body/model')
+        ]
+        assert "more than once" in exc.problems[0].message
+    else:
+        raise AssertionError("a body that says two things at once was read")
+    allowed = events.project_records(records, options=Options(allow_duplicate_keys=True))
+    assert allowed["turns"][0]["msg"] == events.project_records(four())["turns"][0]["msg"]  # the last value kept
+
+
+def test_a_streamed_data_payload_or_frame_that_repeats_a_key_is_refused_at_its_index():
+    request = {"model": "x", "stream": True, "messages": [{"role": "user", "content": "go"}]}
+    start = sse({"type": "message_start", "message": {"id": "m", "content": []}})
+    bad = 'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "index": 0}\n\n'
+    records = call(0, "c", request, start + bad, body_encoding="sse")
+    try:
+        events.project_records(records)
+    except MapcError as exc:
+        assert [(p.code, p.pointer) for p in exc.problems] == [
+            ("json.duplicate_key", 'events[call_id="c", seq=1]/payload/http/response_body/1/index')
+        ]
+    else:
+        raise AssertionError("a streamed payload that repeats a key was read")
+    frames = call(0, "c", request, None)[:1] + [
+        {
+            "source": "proxy",
+            "session_id": "s",
+            "call_id": "c",
+            "seq": n + 3,
+            "kind": "http.stream.frame",
+            "timestamp_unix_ms": 2000 + n,
+            "payload": {"http": {"frame": frame}},
+        }
+        for n, frame in enumerate([start, bad])
+    ]
+    try:
+        events.project_records(frames)
+    except MapcError as exc:
+        assert [p.pointer for p in exc.problems] == [
+            'events[call_id="c", http.stream.frame seq=3..4]/payload/http/response_body/1/index'
+        ]
+    else:
+        raise AssertionError("a frame that repeats a key was read")
+
+
+def test_a_body_of_an_unknown_protocol_that_repeats_a_key_is_refused_too_and_the_cli_says_so(tmp_path, runner):
+    from mapc.cli.main import cli
+
+    records = call(0, "c", '{"q": 1, "q": 2}', '{"a": 1}')
+    for record in records:
+        record["payload"]["http"]["path"] = "/v1/other"
+    try:
+        events.project_records(records)
+    except MapcError as exc:
+        assert [p.pointer for p in exc.problems] == ['events[call_id="c", seq=0]/payload/http/request_body/q']
+    else:
+        raise AssertionError("a degraded body that repeats a key was read")
+    source = tmp_path / "e.jsonl"
+    source.write_text("".join(json.dumps({**r, "event_id": f"e{r['seq']}"}) + "\n" for r in _texts_with_repeats()))
+    table = tmp_path / "events.lance"
+    assert runner.invoke(cli, ["events", "append", str(source), "--to", str(table)]).exit_code == 0
+    result = runner.invoke(cli, ["events", "project", str(table)])
+    assert result.exit_code == 1
+    assert 'call_id="call-1", seq=1]/payload/http/request_body/model' in result.stderr
+    result = runner.invoke(cli, ["--allow-duplicate-keys", "events", "project", str(table)])
+    assert result.exit_code == 0, result.output
+
+
+def test_tool_arguments_text_that_repeats_a_key_stays_the_text_it_is():
+    assert wire.json_text_value('{"a": 1, "a": 2}') == '{"a": 1, "a": 2}'
+    assert wire.json_text_value('{"a": 1}') == {"a": 1}
+    assert wire.json_text_value("not json") == "not json"
