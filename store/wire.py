@@ -1,19 +1,21 @@
 """Wire bodies → Storyline turns: a small generic projector driven by the tables in ``mappings/wire/``.
 
 Projection re-derives the conversation from the recorded HTTP bodies ("protocol re-parsing").  Each
-protocol is a YAML table (``mappings/wire/NAME.yaml``): which request path and ``payload.protocol``
-hint recognise it, the pointers of the messages, model, system prompt and usage, the message role →
-Storyline ``src`` map, and which content block type becomes which Storyline field (``msg``,
-``reason``, ``tool_call``, ``observation``).  This module knows no protocol by name: a streamed
-response is put back together by the assembly function its table names (`ASSEMBLERS`), which
-turns the SSE events into the body a non-streamed response would have had, so one table reads both.
-A conversation is a list of messages, or (a table with an ``items`` section: OpenAI Responses) of
-typed items, consecutive items of one side read as one message.
+protocol is a YAML table (``mappings/wire/NAME.yaml``) in the engine's rule vocabulary (``from`` /
+``first_of`` / ``const``, ``to``, ``call`` + ``args``, ``when``; docs/events.md, "Wire tables"),
+read by `wire_table.read` into the form this module runs: which request path and
+``payload.protocol`` hint recognise it, the pointers of the messages, model, system prompt and
+usage, the message role → Storyline ``src`` map, and which content block type becomes which
+Storyline field (``msg``, ``reason``, ``tool_call``, ``observation``).  This module knows no
+protocol by name: a streamed response is put back together by the codec function its table names
+(`ASSEMBLERS`), which turns the SSE events into the body a non-streamed response would have had,
+so one table reads both.  A conversation is a list of messages, or (a table with a
+``message_type``: OpenAI Responses) of typed items, consecutive items of one side read as one message.
 
 Nothing is dropped: keys a row does not read go to the turn's ``extra.unmapped``, response keys
 the table does not read to ``extra.response_unmapped``, request keys it does not read to
 ``extra.params`` (when they change), unknown block and item types whole to ``extra.blocks``.
-The table's ``constants`` (an object ``type`` the protocol fixes) are the only values not
+The table's ``consume`` values (an object ``type`` the protocol fixes) are the only values not
 carried, and only when they hold the constant.
 
 History: every request carries the whole conversation so far.  `Conversation` remembers what it
@@ -43,6 +45,8 @@ from mapc.engine import duplicates, pointer
 from mapc.engine.options import DEFAULT, Options
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.values import MISSING
+from mapc.mappings.openai_chat import json_text_value
+from mapc.store import wire_table
 
 
 @lru_cache(maxsize=4096)
@@ -70,7 +74,7 @@ def tables() -> tuple[Table, ...]:
     for entry in sorted(files.iterdir(), key=lambda p: p.name):
         if not entry.name.endswith(".yaml"):
             continue
-        spec = yaml.safe_load(entry.read_text(encoding="utf-8"))
+        spec = wire_table.read(yaml.safe_load(entry.read_text(encoding="utf-8")), f"mappings/wire/{entry.name}")
         out.append(
             Table(
                 protocol=spec["protocol"],
@@ -153,17 +157,6 @@ def json_body(body: Any, where: str = "", options: Options = DEFAULT) -> Any:
         _refuse_repeats(body, value, where, options)
         return value
     return None
-
-
-def json_text_value(text: str) -> Any:
-    """The value a JSON text inside a body holds (tool-call arguments), else the text itself: text
-    that is not JSON, or JSON that repeats a key in an object (reading it would lose one of the two
-    values; kept as the text it is, whatever the job's duplicate-key setting, as `decode_json` does)."""
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return text
-    return text if duplicates.repeats(text, value) else value
 
 
 def _refuse_repeats(text: str, value: Any, where: str, options: Options) -> None:
@@ -575,28 +568,28 @@ class Message:
         return orjson.dumps([self.src, parts], option=orjson.OPT_SORT_KEYS)
 
 
+_ROW_KEYS: Final = frozenset({"to", "calls", "pair"})  # a read row's keys that name no value it reads
+
+
 def read_block(block: Any, rule: dict[str, Any], kind_key: str = "type") -> dict[str, Any]:
     """One value read by one table row: ``to`` and the named pointers' values.
 
-    Names listed in the row's ``parse`` hold JSON text (tool-call arguments) and are parsed; text
-    that is not JSON stays a string.  With ``join`` (a pointer into each part), a ``text`` that is
-    a list of parts is their texts joined by a blank line (a reasoning summary).  Keys of an object
+    A row's ``calls`` (its rules' ``call:`` beside ``from``, store/wire_table.py) convert the values
+    read: JSON text parsed (``json_text_value``: tool-call arguments), the texts of a list of parts
+    joined (``joined_texts``: a reasoning summary).  Keys of an object
     that the row does not read are kept in ``unmapped``.  A row whose text or id is missing or of
     the wrong type keeps the value whole (``to: extra``), so nothing is lost to a table that does
     not fit.  `kind_key` is the key that said which row this is (not unmapped).
     """
     read: dict[str, Any] = {"to": rule["to"]}
-    names = {k: v for k, v in rule.items() if k not in ("to", "parse", "join", "ids")}
+    names = {k: v for k, v in rule.items() if k not in _ROW_KEYS}
     for name, where in names.items():
         value = at(block, where)
         if value is not MISSING:
             read[name] = value
-    if "join" in rule and type(read.get("text")) is list:  # a list of parts: their texts, in order
-        texts = [at(part, rule["join"]) for part in read["text"]]
-        read["text"] = "\n\n".join(t for t in texts if type(t) is str and t)
-    for name in rule.get("parse", ()):
-        if type(read.get(name)) is str:
-            read[name] = json_text_value(read[name])
+    for name, (fn, args) in rule.get("calls", {}).items():  # `call:` beside `from`: converts the value read
+        if name in read:
+            read[name] = fn(read[name], *args)
     if type(block) is dict and "" not in names.values():  # keys the table does not read: kept, not dropped
         residue = _residue(block, [_tokens(where) for where in names.values()] + [(kind_key,), ("type",)])
         if residue is not MISSING:
@@ -604,9 +597,9 @@ def read_block(block: Any, rule: dict[str, Any], kind_key: str = "type") -> dict
     if read["to"] in ("msg", "reason") and type(read.get("text")) is not str:
         return {"to": "extra", "block": block}
     if read["to"] in ("tool_call", "observation") and type(read.get("id")) is not str:
-        # ``ids: optional`` (Gemini): a call without an id is matched by its name (`Conversation`)
+        # ``pair: by_name`` (Gemini): a call without an id is matched by its name (`Conversation`)
         name = read.get("fn" if read["to"] == "tool_call" else "name")
-        if rule.get("ids") != "optional" or "id" in read or type(name) is not str or not name:
+        if rule.get("pair") != "by_name" or "id" in read or type(name) is not str or not name:
             return {"to": "extra", "block": block}
     return read
 
@@ -1267,7 +1260,7 @@ def markdown(table: Table) -> str:
 
 
 def _reads(rule: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(n, w) for n, w in rule.items() if n not in ("to", "parse", "join", "ids") and type(w) is str]
+    return [(n, w) for n, w in rule.items() if n not in _ROW_KEYS and type(w) is str]
 
 
 def _place(to: str, name: str) -> str:
