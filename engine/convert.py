@@ -491,17 +491,29 @@ def from_storyline_reported(
     *,
     from_format: str | None = None,
     keep_envelope: bool = True,
+    parsed: bool = False,
 ) -> tuple[Any, loss.Report]:
     """`from_storyline(fmt, stories)` and its loss report (engine/loss.py).
 
     Without `keep_envelope` the output is the pure target format, and what its envelope would have
     carried is reported as dropped.  The report reads the output back as `fmt` (without its
-    envelope) to see what the target says natively; `from_format` names the input's format."""
+    envelope) to see what the target says natively; `from_format` names the input's format.
+
+    `parsed` says the Storylines are values as a JSON parser gives them (dicts, lists, str, int,
+    float, bool, None; nested no deeper than a parser reads), e.g. rebuilt from stored rows: written
+    as Storyline unchanged, such documents read back as themselves, and they were validated just now,
+    so the read-back (a dump, a parse, a validation and a deep comparison) is not redone; what it
+    would still find, the residual limits of reading, is checked on the documents themselves."""
     from mapc.engine import loss, provenance
 
     output = from_storyline(fmt, stories)
     single = type(output) is not list
     documents = [output] if single else list(output)
+    if parsed and fmt == STORYLINE and all(map(_unchanged, stories, documents)):
+        found = _over_limits(documents, not single)
+        problems = tuple(Problem(p.code, p.pointer, f"{fmt} does not read its own output: {p.message}") for p in found)
+        origin = from_format or _origin_format(stories) or STORYLINE
+        return output, loss.Report(origin, fmt, loss.CARRIED if keep_envelope else loss.DROPPED, (), (), (), problems)
     at = _envelope_place(fmt)
     carried = loss.envelope_entries(documents, at) if at is not None else ()
     native = loss.without_envelopes(documents, at) if carried and at is not None else documents
@@ -534,6 +546,22 @@ def from_storyline_reported(
         problems,
     )
     return output, report
+
+
+def _unchanged(story: Any, written: Any) -> bool:
+    """Whether `written` (the Storyline written for `story`) holds its very values, canonical form having
+    had nothing to drop: the same object, or containers of the same type whose keys and items are so
+    (only the containers written anew are walked)."""
+    if written is story:
+        return True
+    kind = type(story)
+    if kind is not type(written):
+        return False
+    if kind is dict:
+        return story.keys() == written.keys() and all(_unchanged(v, written[k]) for k, v in story.items())
+    if kind is list:
+        return len(story) == len(written) and all(map(_unchanged, story, written))
+    return False
 
 
 def _envelope_place(fmt: str) -> str | None:

@@ -173,3 +173,24 @@ def json_text(value: Any) -> Any:
     import orjson
 
     return orjson.dumps(value).decode()
+
+
+@register("renamed", 2)
+def renamed(value: Any, names: Any) -> Any:
+    """`value` renamed by the object `names` (``{old: new}``); a value it does not list is kept."""
+    if type(value) is str and type(names) is dict and value in names:
+        return names[value]
+    return value
+
+
+@register("joined_texts", 2)
+def joined_texts(parts: Any, where: Any) -> Any:
+    """The non-empty texts at pointer `where` of each part of a list, joined by a blank line;
+    anything but a list is as it is."""
+    if type(parts) is not list or type(where) is not str:
+        return parts
+    from mapc.engine import pointer
+
+    tokens = pointer.parse(where)
+    texts = [pointer.resolve(part, tokens) for part in parts]
+    return "\n\n".join(t for t in texts if type(t) is str and t)
