@@ -9,7 +9,8 @@ What is cached, and why it is safe:
   by a hash of the spec text and of mapc's version.  It is read back as untrusted data and goes through
   the same checks as a spec file read from YAML (engine/spec.py), so it can say no more than a spec can.
 - the *bytecode* of code that mapc generates (a compiled spec, a compiled JSON Schema), keyed by a hash
-  of the generated source.  A spec's source is made again on every run, never taken from the cache.
+  of the generated source.  A spec given by path has its source made again on every run; a shipped
+  spec's whole compiled program may be kept (below).
 - the *generated source and constants* of a shipped JSON Schema (engine/schema.py), keyed by the
   schema's text and the compiler's own source, so that checking a Storyline does not compile the
   hub schema on every run; the constants are tagged JSON (regexes, sets, JSON values).
