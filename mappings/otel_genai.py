@@ -32,7 +32,7 @@ from typing import Any, Final
 import orjson
 from blake3 import blake3
 
-from mapc.engine import duplicates
+from mapc.engine import canonical, duplicates, pointer, residual
 from mapc.engine.codecs import Codec
 from mapc.engine.options import DEFAULT, Options
 from mapc.engine.problems import MapcError, Problem
@@ -350,8 +350,10 @@ def _text(parts: list[Any]) -> Any:
 
 
 def decode(data: bytes, path: str | None = None, options: Options = DEFAULT) -> list[dict[str, Any]]:
-    """The Storylines of an OTLP JSON trace file: one per `invoke_agent` span.  A key repeated in
-    one object is refused (``json.duplicate_key``) unless `options` allow it (the last value wins)."""
+    """The Storylines of an OTLP JSON trace file: one per `invoke_agent` span (one per trace when
+    no span is one).  A key repeated in one object is refused (``json.duplicate_key``) unless
+    `options` allow it (the last value wins).  A trace mapc did not write keeps what it says beyond
+    the turns (other attributes, span fields, resources, spans of no turn) in ``unknown_fields``."""
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -361,12 +363,20 @@ def decode(data: bytes, path: str | None = None, options: Options = DEFAULT) -> 
         raise MapcError(repeated)
     spans = _spans(doc)
     by_id = {span["spanId"].lower(): (at, span) for at, span in spans}
-    agents = [(at, span) for at, span in spans if _attrs(span).get(OP) == "invoke_agent"]
+    agents: list[tuple[str | None, dict[str, Any]]] = [
+        (at, span) for at, span in spans if _attrs(span).get(OP) == "invoke_agent"
+    ]
     if not agents:
-        raise _fail("otel.no_agent", "", "no invoke_agent span: nothing says where a trajectory is")
+        if not any(_attrs(span).get(OP) == "chat" for _, span in spans):
+            raise _fail("otel.no_agent", "", "no invoke_agent or chat span: nothing says where a trajectory is")
+        # A trace without an agent span (an LLM client's instrumentation alone): the trace is the trajectory.
+        traces = dict.fromkeys(span["traceId"].lower() for _, span in spans)
+        agents = [(None, {"traceId": trace, "spanId": trace}) for trace in traces]
     agent_ids = {span["spanId"].lower() for _, span in agents}
 
     def owner(span: dict[str, Any]) -> str | None:
+        if agents[0][0] is None:
+            return span["traceId"].lower()
         seen = 0
         parent = (span.get("parentSpanId") or "").lower()
         while parent and seen < len(spans):
@@ -377,20 +387,34 @@ def decode(data: bytes, path: str | None = None, options: Options = DEFAULT) -> 
         return None
 
     members: dict[str, list[tuple[str, dict[str, Any]]]] = {a["spanId"].lower(): [] for _, a in agents}
+    orphans: dict[str, Any] = {}
     for at, span in spans:
-        if span["spanId"].lower() not in agent_ids:
+        if span["spanId"].lower() not in agent_ids or agents[0][0] is None:
             home = owner(span)
             if home is not None:
                 members[home].append((at, span))
+            else:
+                orphans[at] = span
     stories = []
-    for at, span in agents:
+    for agent_at, span in agents:
         own = sorted(members[span["spanId"].lower()], key=lambda m: int(m[1].get("startTimeUnixNano") or 0))
-        stories.append(_story(at, span, own, agents, options.allow_duplicate_keys))
+        residual_fields: dict[str, Any] = {}
+        stories.append(_story(agent_at, span, own, agents, options.allow_duplicate_keys, residual_fields))
+        if DOC not in _attrs(span):
+            if len(stories) == 1:
+                residual_fields.update(orphans)
+                residual_fields.update(_envelope_residuals(doc))
+            _keep(stories[-1], residual_fields, doc)
     return stories
 
 
 def _story(
-    at: str, span: dict[str, Any], own: list[tuple[str, dict[str, Any]]], agents: list, allow_duplicate_keys: bool
+    at: str | None,
+    span: dict[str, Any],
+    own: list[tuple[str, dict[str, Any]]],
+    agents: list,
+    allow_duplicate_keys: bool,
+    kept: dict[str, Any],
 ) -> dict[str, Any]:
     attrs = _attrs(span)
     if DOC in attrs:
@@ -406,12 +430,26 @@ def _story(
                 **({"name": attrs["gen_ai.agent.name"]} if attrs.get("gen_ai.agent.name") else {}),
             },
         }
+        if at is not None:
+            for key, to in (("startTimeUnixNano", "started_at"), ("endTimeUnixNano", "finished_at")):
+                if span.get(key):
+                    story[to] = format_rfc3339(int(span[key]))
+            _unread(kept, at, span, _AGENT_READ)
+    foreign = DOC not in attrs
     turns: list[dict[str, Any]] = []
     tools = {}
-    for _, s in own:
+    responses: dict[Any, Any] = {}  # tool results a later chat span's input repeats, by call id
+    for sat, s in own:
         a = _attrs(s)
         if a.get(OP) == "execute_tool":
-            tools[a.get("gen_ai.tool.call.id")] = a
+            tools[a.get("gen_ai.tool.call.id")] = (sat, s, a)
+        elif a.get(OP) == "chat" and foreign:
+            for m in _loads(allow_duplicate_keys, a.get("gen_ai.input.messages", "[]"), f"{sat}/attributes") or []:
+                if type(m) is dict and _is_tool_result(m):
+                    for part in m["parts"]:
+                        responses.setdefault(part.get("id"), part.get("response"))
+        elif foreign:
+            kept[sat] = s  # a span of no kind mapc reads, kept whole
     seen_inputs = 0
     for sat, s in own:
         a = _attrs(s)
@@ -438,8 +476,13 @@ def _story(
             start = s.get("startTimeUnixNano")
             if start:
                 turn["ts"] = format_rfc3339(int(start))
+            if s.get("endTimeUnixNano"):
+                turn["finished_at"] = format_rfc3339(int(s["endTimeUnixNano"]))
             if a.get("gen_ai.request.model"):
                 turn["model"] = a["gen_ai.request.model"]
+            usage = {to: a[key] for key, (to, *_) in _FOREIGN_USAGE.items() if type(a.get(key)) is int}
+            if usage:
+                turn["metrics"] = usage
         turn["msg"] = _text(parts)
         reasoning = [p for p in parts if type(p) is dict and p.get("type") == "reasoning"]
         if reasoning:
@@ -453,15 +496,29 @@ def _story(
             ]
             results = []
             for p in calls:
-                tool = tools.get(p.get("id"))
-                if tool is not None and "gen_ai.tool.call.result" in tool:
-                    content = tool["gen_ai.tool.call.result"]
-                    if tool.get(RESULT_JSON):
+                tool = tools.pop(p.get("id"), None)
+                if tool is not None and "gen_ai.tool.call.result" in tool[2]:
+                    content = tool[2]["gen_ai.tool.call.result"]
+                    if tool[2].get(RESULT_JSON):
                         content = _loads(allow_duplicate_keys, content, f"{sat}/attributes")
                     results.append({"source_call_id": p.get("id"), "content": content})
+                elif foreign and p.get("id") in responses:
+                    results.append({"source_call_id": p.get("id"), "content": responses[p.get("id")]})
+                if tool is not None and foreign:
+                    _unread(kept, tool[0], tool[1], _tool_read(tool[2], p))
             if results:
                 turn["observation"] = {"results": results}
+        if foreign:
+            read = set(_CHAT_READ)
+            if outputs == [_output(turn)]:
+                read.add("gen_ai.output.messages")
+            if [m for m in inputs[len(inputs) - len(new) :]] == [_input(t) for t in turns[len(turns) - len(new) :]]:
+                read.add("gen_ai.input.messages")
+            _unread(kept, sat, s, read)
         turns.append(turn)
+    for sat, s, _a in tools.values():
+        if foreign:
+            kept[sat] = s  # a tool span answering no call of a chat span, kept whole
     if TRAILING in attrs:
         turns += _loads(allow_duplicate_keys, attrs[TRAILING], f"{at}/attributes")
     story["turns"] = turns
@@ -473,11 +530,100 @@ def _story(
     return story
 
 
+# --- what a trace of another instrumentation says beyond the turns ---------------------------------
+
+# What the reading above takes from a span (its other fields and attributes are kept).
+_SPAN_READ: Final = frozenset({"traceId", "spanId", "parentSpanId", "startTimeUnixNano", "endTimeUnixNano"})
+_AGENT_READ: Final = frozenset({OP, "gen_ai.agent.id", "gen_ai.agent.name", "gen_ai.conversation.id"})
+_FOREIGN_USAGE: Final = {
+    "gen_ai.usage.input_tokens": ("prompt_tokens",),
+    "gen_ai.usage.output_tokens": ("completion_tokens",),
+    "gen_ai.usage.cache_read.input_tokens": ("cached_tokens",),
+}
+_CHAT_READ: Final = frozenset({OP, "gen_ai.request.model", *_FOREIGN_USAGE})
+COUNT_TREE: Final[residual.Tree] = {
+    "resourceSpans": {
+        residual.ANY_STRICT_INDEX: {
+            "scopeSpans": {
+                residual.ANY_STRICT_INDEX: {
+                    "spans": {residual.ANY_STRICT_INDEX: {"attributes": {residual.ANY_STRICT_INDEX: {}}}}
+                }
+            }
+        }
+    }
+}
+
+
+def _tool_read(attrs: dict[str, Any], part: dict[str, Any]) -> set[str]:
+    """The attributes of a tool span its call's turn says again: op, call id, result; name and
+    arguments when they are the chat span's."""
+    read = {OP, "gen_ai.tool.call.id", "gen_ai.tool.call.result"}
+    if attrs.get("gen_ai.tool.name") == part.get("name"):
+        read.add("gen_ai.tool.name")
+    args = attrs.get("gen_ai.tool.call.arguments")
+    try:
+        same = type(args) is str and orjson.loads(args) == part.get("arguments")
+    except orjson.JSONDecodeError:
+        same = False
+    if same or args == part.get("arguments"):
+        read.add("gen_ai.tool.call.arguments")
+    return read
+
+
+def _output(turn: dict[str, Any]) -> dict[str, Any]:
+    """The output message the writer above would give this turn (to tell what a reading lost)."""
+    parts = _msg_parts(turn.get("msg"))
+    if type(turn.get("reason")) is str:
+        parts.insert(0, {"type": "reasoning", "content": turn["reason"]})
+    calls = turn.get("tool_calls") or []
+    parts += [{"type": "tool_call", "id": c["tcid"], "name": c["fn"], "arguments": c["args"]} for c in calls]
+    return {"role": "assistant", "parts": parts, "finish_reason": "tool_call" if calls else "stop"}
+
+
+def _input(turn: dict[str, Any]) -> dict[str, Any]:
+    return {"role": _ROLES.get(turn.get("src"), turn.get("src")), "parts": _msg_parts(turn.get("msg"))}
+
+
+def _unread(kept: dict[str, Any], at: str, span: dict[str, Any], read: set[str] | frozenset[str]) -> None:
+    """Keep a span's fields and attributes the reading did not take, at their pointers."""
+    for key, value in span.items():
+        if key not in _SPAN_READ and key != "attributes":
+            kept[pointer.join(at, key)] = value
+    for i, a in enumerate(span.get("attributes") or []):
+        if type(a) is not dict or a.get("key") not in read:
+            kept[f"{at}/attributes/{i}"] = a
+
+
+def _envelope_residuals(doc: dict[str, Any]) -> dict[str, Any]:
+    """The request's own values beyond its spans: resources, scopes, other keys."""
+    out: dict[str, Any] = {}
+    for key, value in doc.items():
+        if key != "resourceSpans":
+            out[pointer.join("", key)] = value
+    for r, rs in enumerate(doc["resourceSpans"]):
+        for key, value in (rs or {}).items():
+            if key != "scopeSpans":
+                out[f"/resourceSpans/{r}/{pointer.escape(key)}"] = value
+        for s, ss in enumerate((rs or {}).get("scopeSpans") or []):
+            for key, value in (ss or {}).items():
+                if key != "spans":
+                    out[f"/resourceSpans/{r}/scopeSpans/{s}/{pointer.escape(key)}"] = value
+    return out
+
+
+def _keep(story: dict[str, Any], fields: dict[str, Any], doc: dict[str, Any]) -> None:
+    if not fields:
+        return
+    story["unknown_fields"] = {"sources": {NAME: {"source_document_id": canonical.document_id(doc), "fields": fields}}}
+    story["unknown_key_counts"] = {NAME: residual.count_keys(fields, COUNT_TREE)}
+
+
 CODEC: Final = Codec(
     name=NAME,
     source=NAME,
     decode=decode,
     encode=encode,
     path_patterns=("*.otlp.json",),
+    count_tree=COUNT_TREE,
     description="OTLP JSON traces with the OpenTelemetry GenAI semantic conventions",
 )
