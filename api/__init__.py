@@ -66,7 +66,12 @@ def _install_the_shipped_catalog() -> None:
     from mapc.engine import catalog
 
     catalog.install(
-        catalog.Catalog(specs="mapc.mappings", functions=("mapc.mappings.functions",), codecs="mapc.mappings")
+        catalog.Catalog(
+            specs="mapc.mappings",
+            functions=("mapc.mappings.functions",),
+            codecs="mapc.mappings",
+            traces="mapc.mappings.traces",
+        )
     )
 
 

@@ -37,12 +37,15 @@ if TYPE_CHECKING:
 class Catalog:
     """The formats the engine runs: `specs`, a package holding the shipped ``NAME.yaml`` specs;
     `functions`, modules whose import registers the functions specs may call; `codecs`, a
-    package whose modules may each declare a ``CODEC`` (None: no codecs).  What it loads and
+    package whose modules may each declare a ``CODEC`` (None: no codecs); `traces`, a package
+    holding span-tree specs (``NAME.yaml`` of kind ``document: {spans: …}``, engine/spans.py),
+    each run as a codec (None: none).  What it loads and
     compiles it keeps (not part of its value: two catalogs naming the same packages are equal)."""
 
     specs: str
     functions: tuple[str, ...] = ()
     codecs: str | None = None
+    traces: str | None = None
     _held: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # -- functions and codecs --
@@ -70,6 +73,14 @@ class Catalog:
                     codec = getattr(importlib.import_module(f"{self.codecs}.{info.name}"), "CODEC", None)
                     if isinstance(codec, Codec):
                         table.setdefault(codec.name, codec)
+            if self.traces is not None:
+                from mapc.engine import resources, spans
+                from mapc.engine.spec import parse_yaml
+
+                for name in sorted(resources.names(self.traces)):
+                    if name.endswith(".yaml"):
+                        data = parse_yaml(name, resources.read_text(self.traces, name))[0]
+                        table.setdefault(str(data["name"]), spans.codec(spans.parse(data, data.get("tables") or {})))
             self._held["codecs"] = table
         return table
 

@@ -340,5 +340,6 @@ from mapc.mappings import openai_msg  # noqa: E402,F401  (registers the OpenAI f
 from mapc.mappings import codex  # noqa: E402,F401  (registers the Codex rollout functions)
 from mapc.mappings import atif_harbor  # noqa: E402
 from mapc.mappings import claude_code  # noqa: E402,F401  (registers the Claude Code functions)
+from mapc.mappings import otel_genai  # noqa: E402,F401  (registers the OTel GenAI span functions)
 
 register("atif_extension_slots", 2)(atif_harbor.extension_slots)
