@@ -21,7 +21,7 @@ document:
     root: KIND                                   # a trajectory's span; the others belong to the nearest above
     without_root: {when: KIND}                   # no root, but spans of this kind: each trace is one
     trace_id: [trace, "{root}"]                  # hash inputs of a trace id ({root}: the root Storyline)
-    read: fn                                     # fn(root, members, roots, context, key) -> (story, kept)
+    read: fn                                     # fn(root, members, roots, context, key) -> (story, whole)
     write: fn                                    # fn(story, context) -> span drafts
     codes: {invalid: …, bad_id: …, no_root: …}   # the problems' codes
     indent: 2
@@ -31,9 +31,12 @@ Reading: the file is parsed (a key repeated in one object refused unless the opt
 the spans are flattened with their pointers and their ids checked as hex of the stated size,
 their attribute lists read into objects, and each span that is not a root joins the nearest root
 above it by parent id (*nesting by parent span id*); `read` makes one Storyline per root from its
-spans in start order.  What `read` reports it did not take (`kept`: pointer → value; None when
-the file carried the whole Storyline) becomes the Storyline's `unknown_fields`, with the spans of
-no root and the envelope levels' own values (kept by the first such Storyline).
+spans in start order, and says whether the file carried the whole Storyline.  When it did not,
+nothing is lost by construction: the Storyline is written back to drafts, each span is compared
+with the draft of its kind in the same place, and what the draft does not give back (attributes,
+span fields, the file's own ids, spans no draft stands for) becomes the Storyline's
+`unknown_fields` at its pointer, with the spans of no root and the envelope levels' own values
+(kept by the first such Storyline).
 
 Writing: one trace per tree of parent and child Storylines, parents first.  `write` gives each
 Storyline's spans as drafts `{id: [parts], parent: index | None, fields: {…}, start, end,
@@ -342,8 +345,9 @@ def decode(spec: SpanSpec, data: bytes, options: Options = DEFAULT) -> list[dict
     for k, key in enumerate(keys):
         root = None if per_trace else real_roots[k]
         own = sorted(members[key], key=lambda m: int(m.raw.get(spec.start_key) or 0))
-        story, kept = read(root, own, real_roots, ctx, key)
-        if kept is not None:
+        story, whole = read(root, own, real_roots, ctx, key)
+        if not whole:
+            kept = _not_given_back(spec, story, root, own, ctx)
             if first_kept:
                 kept.update(orphans)
                 kept.update(_envelope_values(spec, doc))
@@ -351,6 +355,62 @@ def decode(spec: SpanSpec, data: bytes, options: Options = DEFAULT) -> list[dict
             _keep(spec, story, kept, doc)
         stories.append(story)
     return stories
+
+
+def _same(value: Any, written: Any) -> bool:
+    """Whether a read attribute value is the one the writer gives: equal, or JSON text of it."""
+    if value == written and type(value) is type(written):
+        return True
+    if type(value) is str and type(written) is not str:
+        try:
+            return bool(orjson.loads(value) == written)
+        except orjson.JSONDecodeError:
+            return False
+    return False
+
+
+def _not_given_back(
+    spec: SpanSpec, story: dict[str, Any], root: Span | None, own: list[Span], ctx: Context
+) -> dict[str, Any]:
+    """What the spans of a Storyline hold that writing the Storyline back does not give: each
+    span is compared with the draft of its kind in the same place (the n-th span of a kind with
+    the n-th draft of it); what differs, and a span with no draft, is kept at its pointer.  The
+    ids are the file's own (written back, they are hashed anew), so they are kept too."""
+    drafts = _function(spec.write)(story, ctx)
+    by_kind: dict[Any, list[dict[str, Any]]] = {}
+    for d in drafts:
+        kind = next((v for k, v in d["attributes"] if k == spec.kind), None)
+        by_kind.setdefault(kind, []).append(d)
+    root_id = root.raw[spec.span_key].lower() if root is not None else None
+    kept: dict[str, Any] = {}
+    for span in [root, *own] if root is not None else own:
+        queue = by_kind.get(span.attrs.get(spec.kind))
+        if not queue:
+            kept[span.at] = span.raw  # nothing written back stands for it: kept whole
+            continue
+        d = queue.pop(0)
+        start = d["start"]
+        written = {
+            **(d.get("fields") or {}),
+            spec.start_key: str(start),
+            spec.end_key: str(max(start, d["end"])),
+            **spec.after,
+        }
+        for key, value in span.raw.items():
+            if key in (spec.trace_key, spec.span_key):
+                kept[pointer.join(span.at, key)] = value
+            elif key == spec.parent_key:
+                if span is root or str(value).lower() != root_id:
+                    kept[pointer.join(span.at, key)] = value
+            elif key == spec.attributes_key:
+                attrs = dict(d["attributes"])
+                for i, a in enumerate(value if type(value) is list else []):
+                    k = a.get(spec.key_key) if type(a) is dict else None
+                    if k not in attrs or not _same(_value(spec, a.get(spec.value_key)), attrs[k]):
+                        kept[f"{span.at}/{key}/{i}"] = a
+            elif key not in written or written[key] != value:
+                kept[pointer.join(span.at, key)] = value
+    return kept
 
 
 def _keep(spec: SpanSpec, story: dict[str, Any], kept: dict[str, Any], doc: Any) -> None:

@@ -14,7 +14,6 @@ from typing import Any
 
 import orjson
 
-from mapc.engine import pointer
 from mapc.engine.functions import register
 from mapc.engine.problems import MapcError
 from mapc.engine.spans import Context, Span
@@ -180,43 +179,16 @@ def _text(parts: list[Any], ns: dict[str, str]) -> Any:
     return "".join(str(p.get("content", "")) for p in texts)
 
 
-def _unread(kept: dict[str, Any], span: Span, read: Any, fields: Any) -> None:
-    """Keep a span's fields and attributes the reading did not take, at their pointers."""
-    for key, value in span.raw.items():
-        if key not in fields and key != "attributes":
-            kept[pointer.join(span.at, key)] = value
-    for i, a in enumerate(span.raw.get("attributes") or []):
-        if type(a) is not dict or a.get("key") not in read:
-            kept[f"{span.at}/attributes/{i}"] = a
-
-
-def _tool_read(attrs: dict[str, Any], part: dict[str, Any]) -> set[str]:
-    """The attributes of a tool span its call's turn says again: op, call id, result; name and
-    arguments when they are the chat span's."""
-    read = {OP, "gen_ai.tool.call.id", "gen_ai.tool.call.result"}
-    if attrs.get("gen_ai.tool.name") == part.get("name"):
-        read.add("gen_ai.tool.name")
-    args = attrs.get("gen_ai.tool.call.arguments")
-    try:
-        same = type(args) is str and orjson.loads(args) == part.get("arguments")
-    except orjson.JSONDecodeError:
-        same = False
-    if same or args == part.get("arguments"):
-        read.add("gen_ai.tool.call.arguments")
-    return read
-
-
 @register("otel_story", 5)
 def otel_story(
     root: Span | None, own: list[Span], roots: list[Span], ctx: Context, key: str
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
+) -> tuple[dict[str, Any], bool]:
     """The Storyline of one `invoke_agent` span (None: a trace without one, `key` its id) from
-    its spans in start order, and what it did not read of a trace mapc did not write."""
+    its spans in start order, and whether the trace carried it whole (mapc wrote it)."""
     t_ = ctx.tables
-    ns, fields = t_["ns"], set(t_["read_span"])
+    ns = t_["ns"]
     attrs = root.attrs if root is not None else {}
     at = root.at if root is not None else ""
-    kept: dict[str, Any] = {}
     foreign = ns["document"] not in attrs
     if not foreign:
         story = ctx.json(attrs[ns["document"]], f"{at}/attributes")
@@ -235,7 +207,6 @@ def otel_story(
             for k, to in (("startTimeUnixNano", "started_at"), ("endTimeUnixNano", "finished_at")):
                 if root.raw.get(k):
                     story[to] = format_rfc3339(int(root.raw[k]))
-            _unread(kept, root, set(t_["read_agent"]), fields)
     turns: list[dict[str, Any]] = []
     tools: dict[Any, Span] = {}
     responses: dict[Any, Any] = {}  # tool results a later chat span's input repeats, by call id
@@ -247,8 +218,6 @@ def otel_story(
                 if type(m) is dict and _tool_result_only(m):
                     for part in m["parts"]:
                         responses.setdefault(part.get("id"), part.get("response"))
-        elif foreign:
-            kept[s.at] = s.raw  # a span of no kind this reading knows, kept whole
     seen_inputs = 0
     for s in own:
         a = s.attrs
@@ -301,20 +270,9 @@ def otel_story(
                     results.append({"source_call_id": p.get("id"), "content": content})
                 elif foreign and p.get("id") in responses:
                     results.append({"source_call_id": p.get("id"), "content": responses[p.get("id")]})
-                if tool is not None and foreign:
-                    _unread(kept, tool, _tool_read(tool.attrs, p), fields)
             if results:
                 turn["observation"] = {"results": results}
-        if foreign:
-            read = set(t_["read_chat"])
-            if outputs == [_output(turn, ns)]:
-                read.add("gen_ai.output.messages")
-            if inputs[len(inputs) - len(new) :] == [_input(t, t_, ns) for t in turns[len(turns) - len(new) :]]:
-                read.add("gen_ai.input.messages")
-            _unread(kept, s, read, fields)
         turns.append(turn)
-    if foreign:
-        kept.update((s.at, s.raw) for s in tools.values())  # tool spans answering no call, kept whole
     if ns["trailing"] in attrs:
         turns += ctx.json(attrs[ns["trailing"]], f"{at}/attributes")
     story["turns"] = turns
@@ -323,8 +281,4 @@ def otel_story(
         for p in roots:
             if p.raw["spanId"].lower() == parent:
                 story["parent"] = {"psid": p.attrs.get("gen_ai.conversation.id") or p.raw["traceId"].lower()}
-    return story, kept if foreign else None
-
-
-def _input(turn: dict[str, Any], tables: dict[str, Any], ns: dict[str, str]) -> dict[str, Any]:
-    return {"role": tables["roles"].get(turn.get("src"), turn.get("src")), "parts": _parts(turn.get("msg"), ns)}
+    return story, not foreign
