@@ -142,7 +142,50 @@ def otel_spans(story: dict[str, Any], ctx: Context) -> list[dict[str, Any]]:
         attrs.append([ns["trailing"], turns[len(turns) - len(pending) :]])
     end = finished if finished is not None else last
     root = _draft(["invoke_agent", ident], None, f"invoke_agent {agent_name}", kinds["internal"], base, end, attrs)
+    if "openinference" in t_:
+        for d in (root, *drafts):
+            d["attributes"] += _openinference(dict(d["attributes"]), t_["openinference"])
     return [root, *drafts]
+
+
+def _mime(value: Any) -> str:
+    if type(value) is not str:
+        return "application/json"
+    try:
+        return "application/json" if type(orjson.loads(value)) in (dict, list) else "text/plain"
+    except orjson.JSONDecodeError:
+        return "text/plain"
+
+
+def _openinference(attrs: dict[str, Any], oi: dict[str, Any]) -> list[list[Any]]:
+    """The OpenInference attributes (what Phoenix reads) a span's GenAI attributes say: its kind,
+    copies, JSON input/output values, and messages flattened to `PREFIX.i.message.…` keys."""
+    out: list[list[Any]] = [["openinference.span.kind", oi["kinds"][attrs[OP]]]]
+    out += [[to, attrs[src]] for to, src in oi["copy"].items() if src in attrs]
+    for to, src in oi["values"]:
+        if src in attrs:
+            value = attrs[src]
+            text = value if type(value) is str else orjson.dumps(value).decode()
+            out += [[to, text], [to.replace(".value", ".mime_type"), _mime(value)]]
+    for prefix, src in oi["messages"].items():
+        for i, message in enumerate(attrs.get(src) or []):
+            at = f"{prefix}.{i}.message"
+            out.append([f"{at}.role", message["role"]])
+            texts = [p["content"] for p in message["parts"] if p["type"] == "text"]
+            if texts:
+                out.append([f"{at}.content", "".join(texts)])
+            calls = [p for p in message["parts"] if p["type"] == "tool_call"]
+            for j, call in enumerate(calls):
+                out.append([f"{at}.tool_calls.{j}.tool_call.id", call["id"]])
+                out.append([f"{at}.tool_calls.{j}.tool_call.function.name", call["name"]])
+                out.append(
+                    [f"{at}.tool_calls.{j}.tool_call.function.arguments", orjson.dumps(call["arguments"]).decode()]
+                )
+            for part in (p for p in message["parts"] if p["type"] == "tool_call_response"):
+                out.append([f"{at}.tool_call_id", part["id"]])
+                response = part["response"]
+                out.append([f"{at}.content", response if type(response) is str else orjson.dumps(response).decode()])
+    return out
 
 
 def _draft(parts: list[str], parent: int | None, name: str, kind: int, start: int, end: int, attrs: list) -> dict:
@@ -196,10 +239,10 @@ def otel_story(
         trace = root.raw["traceId"].lower() if root is not None else key
         story = {
             "schema_version": "storyline/v1",
-            "origin": {"format": "otel-genai"},
+            "origin": {"format": ctx.spec.name},
             "session": attrs.get("gen_ai.conversation.id") or trace,
             "agent": {
-                "id": attrs.get("gen_ai.agent.id") or attrs.get("gen_ai.agent.name") or "otel-genai",
+                "id": attrs.get("gen_ai.agent.id") or attrs.get("gen_ai.agent.name") or ctx.spec.name,
                 **({"name": attrs["gen_ai.agent.name"]} if attrs.get("gen_ai.agent.name") else {}),
             },
         }

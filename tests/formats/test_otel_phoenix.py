@@ -4,7 +4,8 @@ Phoenix's `/v1/traces` takes OTLP protobuf only (JSON is answered 415), so the f
 client would send it: parsed into `ExportTraceServiceRequest` with the opentelemetry-proto
 messages (its hex ids turned into the bytes they are) and posted as `application/x-protobuf`.
 Phoenix's REST API then gives every span back with the trace and span ids, parents and names the
-file says, and reads the GenAI conventions (a `chat` span is an LLM span to it).
+file says, and reads the GenAI conventions (agent, chat and tool spans are its AGENT, LLM and TOOL
+spans), as it reads the `otel-openinference` dialect's own attributes.
 
 Phoenix pins older `anthropic` and `google-genai` than the dev extra's SDK checks need, so it
 lives in a venv of its own, `.venv-phoenix` (`.ci/run` makes it:
@@ -118,8 +119,10 @@ def test_phoenix_receives_mapcs_trace_over_otlp_http(phoenix: str) -> None:
     (story,) = mapc.into_storyline("atif", (FIXTURES / "atif" / "parallel_tools_14.json").read_bytes())
     text = mapc.from_storyline("otel-genai", [story])
     real = (FIXTURES / "otel-genai" / "openai_v2_weather.otlp.json").read_text()
-    sent = spans_of(text) + spans_of(real)
-    for body in (text, real):
+    (other,) = mapc.into_storyline("atif", (FIXTURES / "atif" / "support-ticket.json").read_bytes())
+    dialect = mapc.from_storyline("otel-openinference", [other])
+    sent = spans_of(text) + spans_of(real) + spans_of(dialect)
+    for body in (text, real, dialect):
         request = urllib.request.Request(
             f"{phoenix}/v1/traces", data=protobuf(body), headers={"Content-Type": "application/x-protobuf"}
         )
@@ -131,8 +134,12 @@ def test_phoenix_receives_mapcs_trace_over_otlp_http(phoenix: str) -> None:
         stored = got[(span["traceId"], span["spanId"])]  # the hex ids name the bytes Phoenix stored
         assert stored["name"] == span["name"]
         assert stored["parent_id"] == span.get("parentSpanId")
-    kinds = {s["name"].split()[0]: s["span_kind"] for s in got.values()}
-    assert kinds["chat"] == "LLM"
+
+    def kinds(text: str) -> dict[str, str]:
+        return {s["name"].split()[0]: got[(s["traceId"], s["spanId"])]["span_kind"] for s in spans_of(text)}
+
+    # Phoenix 20 reads the GenAI conventions itself; the OpenInference dialect says the same kinds.
+    assert kinds(text) == kinds(dialect) == {"invoke_agent": "AGENT", "chat": "LLM", "execute_tool": "TOOL"}
     # A file posted as JSON is refused: Phoenix takes protobuf only (README says how to send it).
     request = urllib.request.Request(
         f"{phoenix}/v1/traces", data=text.encode(), headers={"Content-Type": "application/json"}
