@@ -84,6 +84,14 @@ class Catalog:
             self._held["codecs"] = table
         return table
 
+    def trace_spec_text(self, name: str) -> str | None:
+        """The YAML text of the span-tree spec `name` (``NAME.yaml`` in the `traces` package), if any."""
+        from mapc.engine import resources
+
+        if self.traces is None or f"{name}.yaml" not in resources.names(self.traces):
+            return None
+        return resources.read_text(self.traces, f"{name}.yaml")
+
     # -- specs --
 
     def shipped_names(self) -> list[str]:
