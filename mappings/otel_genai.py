@@ -222,6 +222,24 @@ def _text(parts: list[Any], ns: dict[str, str]) -> Any:
     return "".join(str(p.get("content", "")) for p in texts)
 
 
+def _shaped(ctx: Context, value: Any, at: str, kind: type) -> Any:
+    """A `storyline.*` attribute's JSON: an object, or a list of objects (turns); else refused."""
+    found: Any = ctx.json(value, at)
+    ok = type(found) is dict if kind is dict else type(found) is list and all(type(t) is dict for t in found)
+    if not ok:
+        what = "an object" if kind is dict else "a list of turns"
+        raise MapcError.single("otel.invalid", at, f"expected a storyline attribute holding {what}")
+    return found
+
+
+def _messages(ctx: Context, span: Span, key: str) -> list[Any]:
+    """A messages attribute's list (JSON text of the conventions' message schema); other values refused."""
+    found = ctx.json(span.attrs.get(key, "[]"), f"{span.at}/attributes") or []
+    if type(found) is not list:
+        raise MapcError.single("otel.invalid", f"{span.at}/attributes", f"expected {key} to hold a list of messages")
+    return found
+
+
 @register("otel_story", 5)
 def otel_story(
     root: Span | None, own: list[Span], roots: list[Span], ctx: Context, key: str
@@ -234,7 +252,7 @@ def otel_story(
     at = root.at if root is not None else ""
     foreign = ns["document"] not in attrs
     if not foreign:
-        story = ctx.json(attrs[ns["document"]], f"{at}/attributes")
+        story = _shaped(ctx, attrs[ns["document"]], f"{at}/attributes", dict)
     else:
         trace = root.raw["traceId"].lower() if root is not None else key
         story = {
@@ -257,7 +275,7 @@ def otel_story(
         if s.attrs.get(OP) == "execute_tool":
             tools[s.attrs.get("gen_ai.tool.call.id")] = s
         elif s.attrs.get(OP) == "chat" and foreign:
-            for m in ctx.json(s.attrs.get("gen_ai.input.messages", "[]"), f"{s.at}/attributes") or []:
+            for m in _messages(ctx, s, "gen_ai.input.messages"):
                 if type(m) is dict and _tool_result_only(m):
                     for part in m["parts"]:
                         responses.setdefault(part.get("id"), part.get("response"))
@@ -266,10 +284,10 @@ def otel_story(
         a = s.attrs
         if a.get(OP) != "chat":
             continue
-        inputs = ctx.json(a.get("gen_ai.input.messages", "[]"), f"{s.at}/attributes") or []
-        outputs = ctx.json(a.get("gen_ai.output.messages", "[]"), f"{s.at}/attributes") or []
+        inputs = _messages(ctx, s, "gen_ai.input.messages")
+        outputs = _messages(ctx, s, "gen_ai.output.messages")
         new = [m for m in inputs[seen_inputs:] if type(m) is dict and not _tool_result_only(m)]
-        residuals = ctx.json(a[ns["new_turns"]], f"{s.at}/attributes") if ns["new_turns"] in a else None
+        residuals = _shaped(ctx, a[ns["new_turns"]], f"{s.at}/attributes", list) if ns["new_turns"] in a else None
         for n, message in enumerate(new):
             msg = _text(message.get("parts") or [], ns)
             if residuals is not None and n < len(residuals):
@@ -281,7 +299,7 @@ def otel_story(
         output = outputs[0] if outputs and type(outputs[0]) is dict else {"parts": []}
         parts = output.get("parts") or []
         if ns["turn"] in a:
-            turn = dict(ctx.json(a[ns["turn"]], f"{s.at}/attributes"))
+            turn = dict(_shaped(ctx, a[ns["turn"]], f"{s.at}/attributes", dict))
         else:
             turn = {"id": len(turns) + 1, "src": "agent"}
             for k, to in (("startTimeUnixNano", "ts"), ("endTimeUnixNano", "finished_at")):
@@ -317,7 +335,7 @@ def otel_story(
                 turn["observation"] = {"results": results}
         turns.append(turn)
     if ns["trailing"] in attrs:
-        turns += ctx.json(attrs[ns["trailing"]], f"{at}/attributes")
+        turns += _shaped(ctx, attrs[ns["trailing"]], f"{at}/attributes", list)
     story["turns"] = turns
     if foreign and root is not None:
         parent = (root.raw.get("parentSpanId") or "").lower()
