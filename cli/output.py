@@ -7,7 +7,7 @@ import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import orjson
@@ -15,7 +15,9 @@ import orjson
 from mapc.cli.boundary import file_context
 from mapc.cli.render import warning_line
 from mapc.engine import catalog
-from mapc.engine.compile import Program
+
+if TYPE_CHECKING:
+    from mapc.engine.compile import Program
 
 
 def dump_json(value: Any) -> bytes:

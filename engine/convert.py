@@ -12,11 +12,10 @@ import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
-from mapc.engine import catalog, codecs, envelope, functions, loss, pointer, provenance, run, storyline
+from mapc.engine import catalog, envelope, functions, pointer, run, storyline
 from mapc.engine.checks import iter_check_problems
-from mapc.engine.compile import Program
 from mapc.engine.limits import Limits
 from mapc.engine.mapped import Mapped, Rebuilt
 from mapc.engine.options import DEFAULT, Options
@@ -24,6 +23,13 @@ from mapc.engine.prepare import prepare
 from mapc.engine.problems import MapcError, Problem, in_document_order
 from mapc.engine.schema import compiled_validator
 from mapc.engine.template import Template, parse_template
+
+if TYPE_CHECKING:
+    from mapc.engine import codecs, loss
+    from mapc.engine.program import Program
+
+# Codecs, loss reports and provenance are imported where they are used: a run of one spec over one file
+# (`mapc run`) needs none of them.
 
 STORYLINE = "storyline"
 _RECORDS = parse_template("/{r}")
@@ -104,6 +110,8 @@ def read_units(data: bytes, *, jsonl: bool = False, rows: bool | str = False, op
 
 def formats() -> list[str]:
     """Every format name mapc reads and writes."""
+    from mapc.engine import codecs
+
     return [STORYLINE, *catalog.shipped_names(), *codecs.names()]
 
 
@@ -121,7 +129,11 @@ def program_for(fmt: str) -> Program:
 
 def _codec(fmt: str) -> codecs.Codec | None:
     """The codec of `fmt`; a shipped spec's name is no codec, and asking costs no import of them."""
-    return None if fmt in catalog.shipped_names() else codecs.lookup(fmt)
+    if fmt in catalog.shipped_names() or fmt in catalog.aliases():
+        return None
+    from mapc.engine import codecs
+
+    return codecs.lookup(fmt)
 
 
 def input_problems(program: Program, doc: Any) -> list[Problem]:
@@ -280,7 +292,12 @@ def from_storyline(fmt: str, stories: list[dict[str, Any]], *, carry: bool = Tru
         return codec.encode(stories)  # text (str), not a JSON value
     program = program_for(fmt)
     if carry:
-        programs = {name: catalog.program(name) for name in catalog.shipped_names()}
+        # Only the formats the Storylines say they came from can rebuild their documents: a Storyline
+        # of `fmt` itself (or of no shipped format) needs no other spec compiled.
+        origins = {_origin_name(s) for s in stories} - {None, program.spec.name}
+        programs = {name: catalog.program(name) for name in sorted(origins) if name in catalog.shipped_names()}
+        from mapc.engine import provenance
+
         stories = provenance.carry_home(stories, program.spec.name, programs, _hop_out, _hop_in, rebuild)
     docs = []
     for k, rebuilt in enumerate(rebuild(program, stories)):
@@ -298,6 +315,11 @@ def from_storyline(fmt: str, stories: list[dict[str, Any]], *, carry: bool = Tru
             raise MapcError(problems)
         docs.append(doc)
     return docs[0] if len(docs) == 1 else docs
+
+
+def _origin_name(story: dict[str, Any]) -> str | None:
+    fmt = (story.get("origin") or {}).get("format")
+    return fmt if type(fmt) is str else None
 
 
 def rebuild(program: Program, stories: list[dict[str, Any]]) -> list[Rebuilt]:
@@ -482,6 +504,8 @@ def from_storyline_reported(
     as Storyline unchanged, such documents read back as themselves, and they were validated just now,
     so the read-back (a dump, a parse, a validation and a deep comparison) is not redone; what it
     would still find, the residual limits of reading, is checked on the documents themselves."""
+    from mapc.engine import loss, provenance
+
     output = from_storyline(fmt, stories)
     single = type(output) is not list
     documents = [output] if single else list(output)
@@ -542,7 +566,7 @@ def _unchanged(story: Any, written: Any) -> bool:
 
 def _envelope_place(fmt: str) -> str | None:
     """Where `fmt`'s envelope rides; None for a format that has none (Storyline, a codec's)."""
-    if fmt == STORYLINE or codecs.lookup(fmt) is not None:
+    if fmt == STORYLINE or _codec(fmt) is not None:
         return None
     return program_for(fmt).spec.envelope
 
@@ -572,7 +596,7 @@ def as_lines(fmt: str, output: Any) -> Any:
     """`output` of format `fmt` as what a JSON Lines file holds, one item a line: a row corpus's
     rows (its envelope, if any, in a `_storyline` key of the first row, which reading lifts back
     out); any other output as it is (a list: one document a line)."""
-    if fmt == STORYLINE or codecs.lookup(fmt) is not None or type(output) is not dict:
+    if fmt == STORYLINE or _codec(fmt) is not None or type(output) is not dict:
         return output
     key = _rows_key(program_for(fmt))
     if key is None or type(output.get(key)) is not list or set(output) - {key, envelope.KEY} or not output[key]:
@@ -592,7 +616,7 @@ def companions_pattern(fmt: str) -> str | None:
     """For an event-stream format whose streams have child streams in files beside them (a
     session's subagent transcripts), the spec's glob of those files relative to the stream's file,
     with ``{stem}`` the file's name without its suffix; None otherwise."""
-    if fmt == STORYLINE or codecs.lookup(fmt) is not None:
+    if fmt == STORYLINE or _codec(fmt) is not None:
         return None
     spec = program_for(fmt).spec
     return spec.stream.children.files if spec.stream is not None and spec.stream.children is not None else None
@@ -638,13 +662,13 @@ def into_storyline_with(
 def drift(fmt: str, data: bytes, options: Options = DEFAULT) -> list[str]:
     """What an event stream holds that its format's spec does not know (record types, keys, versions
     it was not checked against), one message per kind; [] for every other format."""
-    from mapc.engine import stream
-
-    if fmt == STORYLINE or codecs.lookup(fmt) is not None:
+    if fmt == STORYLINE or _codec(fmt) is not None:
         return []
     spec = program_for(fmt).spec.stream
     if spec is None:
         return []
+    from mapc.engine import stream
+
     records = [u.document for u in read_units(data, jsonl=True, options=options)]
     return stream.drift(spec, records).messages(spec.checked)
 
