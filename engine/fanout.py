@@ -352,17 +352,16 @@ def _results(r: Any, selections: dict[str, Any]) -> Results | None:
     )
 
 
-def sources(fan: FanOut) -> list[tuple[str, str, list[str]]]:
-    """(kind, source as written, turn targets) of every field that reads a source: the pointer table."""
+def sources(kind: Kind) -> list[tuple[Src, str]]:
+    """(source, turn target as written) of every field of `kind` that reads the row: its pointer table."""
     out = []
-    for kind in fan.kinds:
-        for f in kind.fields:
-            for c in f.candidates:
-                if c.src is not None and c.src.root != "turn":
-                    out.append((kind.name, c.src.text, [f.text]))
-            for a in f.args:
-                if isinstance(a, Src) and a.root != "turn" and f.candidates == ():
-                    out.append((kind.name, a.text, [f.text]))
+    for f in kind.fields:
+        for c in f.candidates:
+            if c.src is not None and c.src.root != "turn":
+                out.append((c.src, f.text))
+        for a in f.args:
+            if isinstance(a, Src) and a.root != "turn":
+                out.append((a, f.text))
     return out
 
 

@@ -51,27 +51,26 @@ def turn_has_output(turn: Any) -> bool:
     return has_value(turn["msg"]) or bool(turn.get("tool_calls"))
 
 
-@register("openai_tool_calls", 2)
-def tool_calls(message: dict[str, Any], step: Any) -> Kept:
+@register("openai_tool_calls", 3)
+def tool_calls(raw: Any, content: Any, step: Any) -> Kept:
     """Valid structured tool calls (rule 11), invalid ones and argument text the export would not
     write kept; with none, for a row's turn (`step`), a call embedded in the text."""
     calls, kept = [], {}
-    raw = message.get("tool_calls")
     for c, call in enumerate(raw if type(raw) is list else []):
         function = call.get("function") if type(call) is dict else None
         name = function.get("name") if type(function) is dict else None
         if type(call) is not dict or not _text(call.get("id")) or not _text(name):
             if call is not None:
-                kept[("tool_calls", c)] = call
+                kept[(c,)] = call
             continue
         assert isinstance(function, dict)
         text = function.get("arguments", None)
         args = _arguments(text)
         if text is not None and (type(text) is not str or (args is not text and _encoded(args) != text)):
-            kept[("tool_calls", c, "function", "arguments")] = text  # not the compact, sorted text
+            kept[(c, "function", "arguments")] = text  # not the compact, sorted text
         calls.append({"tcid": call["id"], "fn": name, "args": args})
     if not calls and step is not None:
-        calls = embedded_calls(message.get("content"), step)
+        calls = embedded_calls(None if content is MISSING else content, step)
     return Kept(calls or MISSING, kept)
 
 
