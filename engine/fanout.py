@@ -87,11 +87,9 @@ class Field:
     spread: str | None = None
     text: str = ""  # the `to` as written
 
-    @property
-    def late(self) -> bool:
-        """Reads the turn being made: computed after the turn's other fields."""
-        srcs = [c.src for c in self.candidates] + [c.if_ for c in self.candidates] + list(self.args)
-        return any(isinstance(s, Src) and s.root == "turn" for s in srcs)
+    late: bool = False  # reads the turn being made: computed after the turn's other fields
+    first: Candidate | None = None  # the first candidate with a source: where the reverse writes
+    inverse: dict[Any, Any] | None = None  # its value table read backwards
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +108,7 @@ class Kind:
     id: str = "count"
     needs: Tokens | None = None
     back_const: tuple[tuple[Tokens, Any], ...] = ()
+    order: tuple[int, ...] = ()  # the fields in the order they are computed: `needs` first, late ones last
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,6 +275,9 @@ def _field(f: Any, at: str) -> Field:
         back_args = tuple(_back_src(a, f"{at}/back/args") for a in b.get("args") or [f["to"]])
         back = (_function(b.get("call"), at + "/back", len(back_args)), back_args, _src(b["to"], at + "/back/to"))
     keep = tuple(_src(k, at + "/keep") for k in f.get("keep") or [])
+    reads = [c.src for c in candidates] + [c.if_ for c in candidates] + list(args)
+    first = next((c for c in candidates if c.src is not None), None)
+    inverse = {v: k for k, v in first.table.items()} if first is not None and first.table is not None else None
     return Field(
         _tokens(f["to"], at),
         candidates,
@@ -286,6 +288,9 @@ def _field(f: Any, at: str) -> Field:
         back,
         text=f["to"],
         keep_null=keep_null,
+        late=any(isinstance(s, Src) and s.root == "turn" for s in reads),
+        first=first,
+        inverse=inverse,
     )
 
 
@@ -314,6 +319,11 @@ def _kind(k: Any, at: str, selections: dict[str, Any], ids: dict[str, Any]) -> K
         each, var = tokens[:-1], tokens[-1][1:-1]
     before = k.get("before")
     missing = k.get("missing")
+    needs = _tokens(k["needs"], at + "/needs") if "needs" in k else None
+    computed = [i for i, f in enumerate(fields) if f.spread is None]
+    first = [i for i in computed if needs is not None and fields[i].to == needs]
+    order = first + [i for i in computed if not fields[i].late and i not in first]
+    order += [i for i in computed if fields[i].late and i not in first]
     return Kind(
         str(k["name"]),
         fields,
@@ -325,8 +335,9 @@ def _kind(k: Any, at: str, selections: dict[str, Any], ids: dict[str, Any]) -> K
         k.get("has"),
         (missing["problem"], missing["message"]) if type(missing) is dict else None,
         str(k["id"]),
-        _tokens(k["needs"], at + "/needs") if "needs" in k else None,
+        needs,
         tuple((_tokens(p, at), v) for p, v in (k.get("back_const") or {}).items()),
+        tuple(order),
     )
 
 
@@ -475,19 +486,13 @@ class _Session:
         values: dict[int, Any] = {}
         taken: dict[int, Src | None] = {}
         fields = kind.fields
-        for late in (False, True):
-            if late:
-                env["turn"] = {
-                    f.to[0]: values[i] for i, f in enumerate(fields) if values.get(i, MISSING) is not MISSING
-                }
-            for i, f in enumerate(fields):
-                if f.spread is None and f.late == late:
-                    values[i], taken[i] = self._value(f, env, where, r)
-        if (
-            kind.needs is not None
-            and values.get(next((i for i, f in enumerate(fields) if f.to == kind.needs), -1), MISSING) is MISSING
-        ):
-            return None
+        for n, i in enumerate(kind.order):
+            f = fields[i]
+            if f.late and "turn" not in env:
+                env["turn"] = {fields[j].to[0]: v for j, v in values.items() if v is not MISSING}
+            values[i], taken[i] = self._value(f, env, where, r)
+            if n == 0 and kind.needs is not None and values[i] is MISSING:
+                return None  # no turn: the element is read otherwise
         turn: dict[str, Any] = {"id": turn_id}
         for i, f in enumerate(fields):
             if f.spread is not None:
@@ -636,8 +641,54 @@ def reverse(fan: FanOut, model: Any, stories: list[dict[str, Any]], source: str)
     return out
 
 
+_PARSED: dict[str, Tokens] = {}
+
+
 def _matches(turn: Any, where: Any) -> bool:
-    return all(pointer.resolve(turn, pointer.parse(p)) == v for p, v in (where or {}).items())
+    for p, v in (where or {}).items():
+        tokens = _PARSED.get(p)
+        if tokens is None:
+            tokens = _PARSED[p] = pointer.parse(p)
+        if pointer.resolve(turn, tokens) != v:
+            return False
+    return True
+
+
+class _Plan:
+    """What the reverse of a fan-out reads of its spec, worked out once."""
+
+    def __init__(self, fan: FanOut) -> None:
+        kinds = {k.name: k for k in fan.kinds}
+        self.message_kind = kinds[fan.back["message"]]
+        row = fan.back["row"]
+        self.row_kind = kinds[row["turn"]]
+        self.row_has = _test(row.get("has"), "/fanout/back/row")
+        self.request_kind = next((k for k in fan.kinds if not k.first_row and k is not self.row_kind), None)
+        src = next(f for f in self.message_kind.fields if f.to == self.message_kind.needs)
+        self.roles = set((src.candidates[0].table or {}).values())
+        self.writers_of: dict[str, tuple[Field | None, Field | None]] = {}
+        self.element_fields = {k.name: tuple(f for f in k.fields if _writes(f, True)) for k in fan.kinds}
+        self.history = pointer.parse(fan.back["history"])
+
+
+def _writes(f: Field, element: bool) -> bool:
+    """Whether the reverse of `f` writes into the element (or, `element` False, into the row)."""
+    if f.spread is not None or f.back == "none":
+        return False
+    if type(f.back) is tuple:
+        return (f.back[2].root == "row") != element
+    src = f.first.src if f.first is not None else None
+    return src is not None and src.root != "turn" and (src.root == "row") != element
+
+
+_PLANS: dict[int, tuple[FanOut, _Plan]] = {}
+
+
+def _plan(fan: FanOut) -> _Plan:
+    found = _PLANS.get(id(fan))
+    if found is None or found[0] is not fan:  # keyed by identity: the fan-out kept alive beside
+        found = _PLANS[id(fan)] = (fan, _Plan(fan))
+    return found[1]
 
 
 class _Rows:
@@ -645,14 +696,9 @@ class _Rows:
 
     def __init__(self, fan: FanOut, model: Any, story: dict[str, Any], provenance: bool, group_at: Tokens) -> None:
         self.fan, self.model, self.story, self.provenance, self.group_at = fan, model, story, provenance, group_at
-        kinds = {k.name: k for k in fan.kinds}
-        self.message_kind = kinds[fan.back["message"]]
-        row = fan.back["row"]
-        self.row_kind = kinds[row["turn"]]
-        self.row_has = _test(row.get("has"), "/back/row")
-        self.request_kind = next((k for k in fan.kinds if not k.first_row and k is not self.row_kind), None)
-        src = next(f for f in self.message_kind.fields if f.to == self.message_kind.needs)
-        self.src_field, self.roles = src, set((src.candidates[0].table or {}).values())
+        plan = self.plan = _plan(fan)
+        self.message_kind, self.row_kind, self.request_kind = plan.message_kind, plan.row_kind, plan.request_kind
+        self.row_has, self.roles, self._writers_of = plan.row_has, plan.roles, plan.writers_of
 
     def _is_row(self, turn: dict[str, Any]) -> bool:
         row = self.fan.back["row"]
@@ -681,7 +727,7 @@ class _Rows:
         history = [m for turn in context for m in self._messages(turn)]
         steps = self._steps(interactions, len(context))
         rows = []
-        history_at = pointer.parse(self.fan.back["history"])
+        history_at = self.plan.history
         for (request, response, skipped), step in zip(interactions, steps, strict=True):
             history = [*history, *(m for turn in skipped for m in self._messages(turn))]
             asked = self._message(request) if request is not None else self._asked()
@@ -726,7 +772,7 @@ class _Rows:
     def _message(self, turn: dict[str, Any]) -> dict[str, Any]:
         """A turn as an element of the message kind: its fields written back."""
         out: dict[str, Any] = {}
-        for f in self.message_kind.fields:
+        for f in self.plan.element_fields[self.message_kind.name]:
             self._back(f, turn, out, None, element=True)
         return out
 
@@ -754,7 +800,7 @@ class _Rows:
         out: dict[str, Any] = {}
         for tokens, value in kind.back_const:
             _put(out, tokens, value)
-        for f in kind.fields:
+        for f in self.plan.element_fields[kind.name]:
             self._back(f, turn, out, step, element=True)
         if home:
             assert kind.select is not None
@@ -764,20 +810,28 @@ class _Rows:
     def _row_value(self, row: dict[str, Any], target: str, turns: list[Any], step: int) -> None:
         """The row values written back from the turn field(s) writing `target`: the first of `turns`
         that holds the target decides (a null holds it too)."""
-        tokens = pointer.parse(target)
-        for kind, turn in zip([self.row_kind, self.request_kind], turns, strict=True):
-            if kind is None or turn is None:
+        for field, turn in zip(self._writers(target), turns, strict=True):
+            if field is None or turn is None:
                 continue
-            fields = [f for f in kind.fields if f.to == tokens]
-            if not fields:
-                continue
-            if fields[0].spread is not None:
-                spreads.reverse(self.model.spread, row, turn, self.story, fields[0].spread)
+            if field.spread is not None:
+                spreads.reverse(self.model.spread, row, turn, self.story, field.spread)
                 return
-            if pointer.resolve(turn, tokens) is MISSING:
+            if pointer.resolve(turn, field.to) is MISSING:
                 continue
-            self._back(fields[0], turn, row, step, element=False)
+            self._back(field, turn, row, step, element=False)
             return
+
+    def _writers(self, target: str) -> tuple[Field | None, Field | None]:
+        """The row kind's and the request kind's field writing the turn's `target` (computed once)."""
+        found = self._writers_of.get(target)
+        if found is None:
+            tokens = pointer.parse(target)
+            pick = [
+                next((f for f in k.fields if f.to == tokens), None) if k is not None else None
+                for k in (self.row_kind, self.request_kind)
+            ]
+            found = self._writers_of[target] = (pick[0], pick[1])
+        return found
 
     def _back(self, f: Field, turn: dict[str, Any], out: dict[str, Any], step: Any, element: bool) -> None:
         """Write field `f` of `turn` back into `out` (the element, or the row)."""
@@ -790,7 +844,7 @@ class _Rows:
                 if value is not MISSING:
                     _put(out, to.tokens, value)
             return
-        first = next((c for c in f.candidates if c.src is not None), None)
+        first = f.first
         if first is None or first.src is None or first.src.root == "turn" or (first.src.root == "row") == element:
             return
         value = pointer.resolve(turn, f.to)
@@ -798,14 +852,14 @@ class _Rows:
             value = f.default
         if value is MISSING or (value is None and not f.keep_null):
             return
-        if first.table is not None:
-            inverse = {v: k for k, v in first.table.items()}
-            value = inverse.get(value, MISSING) if type(value) is str else MISSING
+        if f.inverse is not None:
+            value = f.inverse.get(value, MISSING) if type(value) is str else MISSING
             if value is MISSING:
                 return
         if f.call is not None and f.candidates:
+            there = pointer.resolve(out, first.src.tokens)
             try:
-                again = f.call(pointer.resolve(out, first.src.tokens))
+                again = f.call(there) if there is not MISSING else MISSING
             except (ValueError, TypeError):
                 again = MISSING
             if again == value:
