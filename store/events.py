@@ -24,7 +24,7 @@ allocates sequence numbers.  None of that is a pointer-to-pointer rule, and even
 from __future__ import annotations
 
 import fcntl
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +33,7 @@ from typing import Any, Final
 import orjson
 
 from mapc.engine import duplicates, storyline
+from mapc.engine.options import DEFAULT, Options
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.rules import SCHEMA_VERSION
 from mapc.engine.timestamp import TimestampError, format_rfc3339, parse_rfc3339, timestamp_ns
@@ -675,7 +676,9 @@ def _model_of(payload: dict[str, Any]) -> str | None:
     return None
 
 
-def project_records(records: list[dict[str, Any]], *, notes: list[Problem] | None = None) -> dict[str, Any]:
+def project_records(
+    records: list[dict[str, Any]], *, notes: list[Problem] | None = None, options: Options = DEFAULT
+) -> dict[str, Any]:
     """One Storyline from append-ordered records (§1.2 projection), validated.
 
     - ``session`` = the last non-empty of (``session_id`` → ``storyline_id`` → ``run_id``) in
@@ -694,6 +697,9 @@ def project_records(records: list[dict[str, Any]], *, notes: list[Problem] | Non
       other orphans are dropped.
     - Turn ids are 1..n; ``origin.format`` is ``canonical-event``; timestamps are RFC 3339 with
       milliseconds, from ``timestamp_unix_ms`` (else ``timestamp``).
+    - A recorded body (request, response, SSE data, stream frame) whose JSON text repeats a key is
+      refused, ``json.duplicate_key`` at ``events[call_id=…, seq=…]/payload/http/…`` and the key's
+      pointer, unless `options` allow duplicate keys (the last value is then read), as for every input.
     """
     if not records:
         raise MapcError.single("events.empty", "", "no event to project")
@@ -726,6 +732,8 @@ def project_records(records: list[dict[str, Any]], *, notes: list[Problem] | Non
     for call_id, group in groups.items():
         table = wire.recognise([record["payload"] for record in group])
         if table is None:  # no protocol table reads these bodies: the summary fields, marked degraded
+            for record in group:
+                _check_bodies(record, options)
             for turn in _call_turns(call_id, group):
                 turn["extra"]["degraded"] = True
                 turns.append(turn)
@@ -733,7 +741,7 @@ def project_records(records: list[dict[str, Any]], *, notes: list[Problem] | Non
         if conversation is None or conversation.table is not table:
             conversation = wire.Conversation(table)
         before = len(conversation.problems)
-        call = _wire_call(call_id, group, table)
+        call = _wire_call(call_id, group, table, options)
         call.where = f"events[session={_q(session)}, call_id={_q(call_id)}]"
         turns.extend(conversation.add_call(call))
         if notes is not None:
@@ -843,7 +851,7 @@ def _call_turns(call_id: str, group: list[dict[str, Any]]) -> list[dict[str, Any
     return turns
 
 
-def _wire_call(call_id: str, group: list[dict[str, Any]], table: wire.Table) -> wire.Call:
+def _wire_call(call_id: str, group: list[dict[str, Any]], table: wire.Table, options: Options = DEFAULT) -> wire.Call:
     """The last request and last response of one call, with their seq, time and timing.
 
     ``http.stream.frame`` events are the raw frames of a streamed response: in ``seq`` order (not
@@ -865,12 +873,15 @@ def _wire_call(call_id: str, group: list[dict[str, Any]], table: wire.Table) -> 
             made_in_body = [p[len(body_prefix) - 1 :] for p in made if type(p) is str and p.startswith(body_prefix)]
             payload = wire.without(payload, [p for p in made if not (type(p) is str and p.startswith(body_prefix))])
         ts, ms = _event_time(record)
+        where = _record_where(call_id, record)
         if kind in REQUEST_KINDS:
-            call.request_body, call.request_seq, call.request_ts = wire.request_body(payload), record["seq"], ts
+            request = _located(where, wire.request_body, payload, options)
+            call.request_body, call.request_seq, call.request_ts = request, record["seq"], ts
             req_ms = ms
         elif kind in RESPONSE_KINDS:
             # a streamed body is assembled first: the made-up pointers are into what it assembles to
-            call.response_body = wire.without(wire.response_body(payload, table), made_in_body)
+            response = _located(where, wire.response_body, payload, table, options)
+            call.response_body = wire.without(response, made_in_body)
             call.response_seq, call.response_ts, resp_ms = record["seq"], ts, ms
             call.status = _http(payload).get("status", payload.get("status"))
             call.ttft_ms = _first_int(_int_at(payload, "ttft_ms"), _int_at(payload, "timing", "ttft_ms"))
@@ -891,7 +902,10 @@ def _wire_call(call_id: str, group: list[dict[str, Any]], table: wire.Table) -> 
     if frames:
         frames.sort(key=lambda frame: frame[0])
         body = "".join(text for _, text, _ in frames)
-        call.response_body = wire.response_body({"http": {"response_body": body, "body_encoding": "sse"}}, table)
+        seqs = f"{frames[0][0]}..{frames[-1][0]}" if len(frames) > 1 else str(frames[0][0])
+        where = f"events[call_id={_q(call_id)}, {FRAME_KIND} seq={seqs}]"  # the data payloads of the frames joined
+        joined = {"http": {"response_body": body, "body_encoding": "sse"}}
+        call.response_body = _located(where, wire.response_body, joined, table, options)
         first, last = frames[0][2], frames[-1][2]
         if call.response_seq is None:
             call.response_ts, resp_ms = _event_time(last)
@@ -910,6 +924,36 @@ def _wire_call(call_id: str, group: list[dict[str, Any]], table: wire.Table) -> 
     if call.latency_ms is None and req_ms is not None and resp_ms is not None:
         call.latency_ms = resp_ms - req_ms
     return call
+
+
+def _record_where(call_id: str, record: dict[str, Any]) -> str:
+    """How a problem names one record of a call: its call_id and seq."""
+    return f"events[call_id={_q(call_id)}, seq={record['seq']}]"
+
+
+def _located(where: str, read: Callable[..., Any], *args: Any) -> Any:
+    """`read(*args)`, its problems (pointers into the record) placed under `where` (the record)."""
+    try:
+        return read(*args)
+    except MapcError as exc:
+        raise MapcError(p.within(where) for p in exc.problems) from None
+
+
+def _check_bodies(record: dict[str, Any], options: Options) -> None:
+    """Refuse a record whose body texts repeat a key (the summary-field projection reads them too)."""
+    payload = record["payload"]
+    if type(payload) is not dict:
+        return
+    where = _record_where(str(record.get("call_id")), record)
+    http = _http(payload)
+    bodies = (("/request_body", http.get("request_body")), ("/response_body", http.get("response_body")))
+    for at, body in (*((f"/payload/http{a}", b) for a, b in bodies), ("/payload/body", payload.get("body"))):
+        if type(body) is not str:
+            continue
+        if body.lstrip().startswith(("event:", "data:")):
+            _located(where, wire.sse_events, body, at, options)
+        else:
+            _located(where, wire.json_body, body, at, options)
 
 
 def _first_int(*values: int | None) -> int | None:
@@ -934,6 +978,7 @@ def project(
     session: str | None = None,
     skipped: list[Problem] | None = None,
     notes: list[Problem] | None = None,
+    options: Options = DEFAULT,
 ) -> list[dict[str, Any]]:
     """One Storyline per ``storyline_key`` (in order of first appearance), or only `session`'s.
 
@@ -942,6 +987,7 @@ def project(
     belongs to no Storyline, and a session whose projection fails, are reported there and left
     out; only "nothing left to project" is still an error.  `notes` receives what was projected
     but should be looked at: ``events.history_fork``, a request whose history contradicts earlier ones.
+    `options` is the job's settings: a body repeating a key is refused unless they allow it.
     """
     groups: dict[str, list[dict[str, Any]]] = {}
     for i, record in enumerate(records):
@@ -970,11 +1016,11 @@ def project(
         what = "no event" if session is None else f"no event of session {_q(session)}"
         raise MapcError.single("events.not_found", "", f"{what} to project")
     if skipped is None:
-        return [project_records(group, notes=notes) for group in groups.values()]
+        return [project_records(group, notes=notes, options=options) for group in groups.values()]
     out = []
     for key, group in groups.items():
         try:
-            out.append(project_records(group, notes=notes))
+            out.append(project_records(group, notes=notes, options=options))
         except MapcError as exc:
             skipped.extend(p.within(f"events[session={_q(key)}]") for p in exc.problems)
         except RecursionError:  # record_problems bounds the depth; this guards a caller's own records

@@ -1,19 +1,21 @@
 """Wire bodies → Storyline turns: a small generic projector driven by the tables in ``mappings/wire/``.
 
 Projection re-derives the conversation from the recorded HTTP bodies ("protocol re-parsing").  Each
-protocol is a YAML table (``mappings/wire/NAME.yaml``): which request path and ``payload.protocol``
-hint recognise it, the pointers of the messages, model, system prompt and usage, the message role →
-Storyline ``src`` map, and which content block type becomes which Storyline field (``msg``,
-``reason``, ``tool_call``, ``observation``).  This module knows no protocol by name: a streamed
-response is put back together by the assembly function its table names (`ASSEMBLERS`), which
-turns the SSE events into the body a non-streamed response would have had, so one table reads both.
-A conversation is a list of messages, or (a table with an ``items`` section: OpenAI Responses) of
-typed items, consecutive items of one side read as one message.
+protocol is a YAML table (``mappings/wire/NAME.yaml``) in the engine's rule vocabulary (``from`` /
+``first_of`` / ``const``, ``to``, ``call`` + ``args``, ``when``; docs/events.md, "Wire tables"),
+read by `wire_table.read` into the form this module runs: which request path and
+``payload.protocol`` hint recognise it, the pointers of the messages, model, system prompt and
+usage, the message role → Storyline ``src`` map, and which content block type becomes which
+Storyline field (``msg``, ``reason``, ``tool_call``, ``observation``).  This module knows no
+protocol by name: a streamed response is put back together by the codec function its table names
+(`ASSEMBLERS`), which turns the SSE events into the body a non-streamed response would have had,
+so one table reads both.  A conversation is a list of messages, or (a table with a
+``message_type``: OpenAI Responses) of typed items, consecutive items of one side read as one message.
 
 Nothing is dropped: keys a row does not read go to the turn's ``extra.unmapped``, response keys
 the table does not read to ``extra.response_unmapped``, request keys it does not read to
 ``extra.params`` (when they change), unknown block and item types whole to ``extra.blocks``.
-The table's ``constants`` (an object ``type`` the protocol fixes) are the only values not
+The table's ``consume`` values (an object ``type`` the protocol fixes) are the only values not
 carried, and only when they hold the constant.
 
 History: every request carries the whole conversation so far.  `Conversation` remembers what it
@@ -29,7 +31,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import importlib.resources
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,9 +41,12 @@ from urllib.parse import urlsplit
 import orjson
 import yaml
 
-from mapc.engine import pointer
-from mapc.engine.problems import Problem
+from mapc.engine import duplicates, pointer
+from mapc.engine.options import DEFAULT, Options
+from mapc.engine.problems import MapcError, Problem
 from mapc.engine.values import MISSING
+from mapc.mappings.openai_chat import json_text_value
+from mapc.store import wire_table
 
 
 @lru_cache(maxsize=4096)
@@ -70,7 +74,7 @@ def tables() -> tuple[Table, ...]:
     for entry in sorted(files.iterdir(), key=lambda p: p.name):
         if not entry.name.endswith(".yaml"):
             continue
-        spec = yaml.safe_load(entry.read_text(encoding="utf-8"))
+        spec = wire_table.read(yaml.safe_load(entry.read_text(encoding="utf-8")), f"mappings/wire/{entry.name}")
         out.append(
             Table(
                 protocol=spec["protocol"],
@@ -137,23 +141,43 @@ def recognise(payloads: list[Any]) -> Table | None:
 # --- bodies -------------------------------------------------------------------------------------------
 
 
-def _json(body: Any) -> Any:
+def json_body(body: Any, where: str = "", options: Options = DEFAULT) -> Any:
+    """A body as JSON: an object or list as is, a string holding JSON parsed, else None.
+
+    A JSON text that repeats a key in one object is refused (``json.duplicate_key``, at `where` +
+    the key's pointer) unless `options` allow duplicate keys, as every other input of mapc is
+    (engine/duplicates.py): the body would be read with one of the two values lost."""
     if type(body) in (dict, list):
         return body
     if type(body) is str and body.lstrip()[:1] in ("{", "["):
         try:
-            return orjson.loads(body)
+            value = orjson.loads(body)
         except orjson.JSONDecodeError:
             return None
+        _refuse_repeats(body, value, where, options)
+        return value
     return None
 
 
-def request_body(payload: Any) -> Any:
-    """The request body as JSON: ``payload.http.request_body``, else the flat legacy ``body``."""
+def _refuse_repeats(text: str, value: Any, where: str, options: Options) -> None:
+    if options.allow_duplicate_keys:
+        return
+    repeated = duplicates.problems_of(text, value)
+    if repeated:
+        raise MapcError(
+            Problem(p.code, f"{where}{p.pointer}", f"{p.message} (--allow-duplicate-keys keeps the last value)")
+            for p in repeated
+        )
+
+
+def request_body(payload: Any, options: Options = DEFAULT) -> Any:
+    """The request body as JSON: ``payload.http.request_body``, else the flat legacy ``body``.
+
+    A body text that repeats a key is a `MapcError` at ``/payload/http/request_body/…`` (see `json_body`)."""
     if type(payload) is not dict:
         return None
-    body = _json(_http(payload).get("request_body"))
-    return body if body is not None else _json(payload.get("body"))
+    body = json_body(_http(payload).get("request_body"), "/payload/http/request_body", options)
+    return body if body is not None else json_body(payload.get("body"), "/payload/body", options)
 
 
 def _is_sse(payload: dict[str, Any], body: Any) -> bool:
@@ -163,10 +187,14 @@ def _is_sse(payload: dict[str, Any], body: Any) -> bool:
     return type(body) is str and body.lstrip().startswith(("event:", "data:"))
 
 
-def sse_events(text: str) -> list[Any]:
-    """The JSON ``data:`` payloads of an SSE text, in order (``[DONE]`` and non-JSON data skipped)."""
+def sse_events(text: str, where: str = "", options: Options = DEFAULT) -> list[Any]:
+    """The JSON ``data:`` payloads of an SSE text, in order (``[DONE]`` and non-JSON data skipped).
+
+    A payload that repeats a key is refused as `json_body` refuses a body, at `where` + ``/N`` (the
+    N-th data payload of the stream, from 0) + the key's pointer."""
     out = []
     data: list[str] = []
+    n = 0
     for line in [*text.splitlines(), ""]:
         if line.startswith("data:"):
             data.append(line[5:].removeprefix(" "))
@@ -176,9 +204,12 @@ def sse_events(text: str) -> list[Any]:
             if joined.strip() == "[DONE]":
                 continue
             try:
-                out.append(orjson.loads(joined))
+                value = orjson.loads(joined)
             except orjson.JSONDecodeError:
                 continue
+            _refuse_repeats(joined, value, f"{where}/{n}", options)
+            n += 1
+            out.append(value)
     return out
 
 
@@ -233,10 +264,7 @@ def content_block_events(events: list[Any]) -> dict[str, Any]:
         message["stream_unmapped"] = leftover
     for index, parts in partial.items():
         text = "".join(parts)
-        try:
-            blocks[index]["input"] = orjson.loads(text) if text else {}
-        except orjson.JSONDecodeError:
-            blocks[index]["input"] = text  # not JSON once complete: kept as the text it is
+        blocks[index]["input"] = json_text_value(text) if text else {}  # not JSON once complete: the text
     message["content"] = [*message["content"], *(blocks[i] for i in sorted(blocks))]
     return message
 
@@ -474,15 +502,19 @@ ASSEMBLERS: Final[dict[str, Callable[[list[Any]], dict[str, Any]]]] = {
 }
 
 
-def response_body(payload: Any, table: Table) -> Any:
-    """The response body as JSON: a JSON body as is, an SSE body assembled by the table's function."""
+def response_body(payload: Any, table: Table, options: Options = DEFAULT) -> Any:
+    """The response body as JSON: a JSON body as is, an SSE body assembled by the table's function.
+
+    A body text (or an SSE data payload) that repeats a key is a `MapcError` at
+    ``/payload/http/response_body/…`` (see `json_body`, `sse_events`)."""
     if type(payload) is not dict:
         return None
     http = _http(payload)
+    where = "/payload/http/response_body" if "response_body" in http else "/payload/body"
     body = http.get("response_body", payload.get("body"))
     if _is_sse(payload, body) and type(body) is str and table.stream in ASSEMBLERS:
-        return ASSEMBLERS[table.stream](sse_events(body))
-    return _json(body)
+        return ASSEMBLERS[table.stream](sse_events(body, where, options))
+    return json_body(body, where, options)
 
 
 def frame_text(payload: Any) -> str | None:
@@ -536,29 +568,28 @@ class Message:
         return orjson.dumps([self.src, parts], option=orjson.OPT_SORT_KEYS)
 
 
+_ROW_KEYS: Final = frozenset({"to", "calls", "pair"})  # a read row's keys that name no value it reads
+
+
 def read_block(block: Any, rule: dict[str, Any], kind_key: str = "type") -> dict[str, Any]:
     """One value read by one table row: ``to`` and the named pointers' values.
 
-    Names listed in the row's ``parse`` hold JSON text (tool-call arguments) and are parsed; text
-    that is not JSON stays a string.  With ``join`` (a pointer into each part), a ``text`` that is
-    a list of parts is their texts joined by a blank line (a reasoning summary).  Keys of an object
+    A row's ``calls`` (its rules' ``call:`` beside ``from``, store/wire_table.py) convert the values
+    read: JSON text parsed (``json_text_value``: tool-call arguments), the texts of a list of parts
+    joined (``joined_texts``: a reasoning summary).  Keys of an object
     that the row does not read are kept in ``unmapped``.  A row whose text or id is missing or of
     the wrong type keeps the value whole (``to: extra``), so nothing is lost to a table that does
     not fit.  `kind_key` is the key that said which row this is (not unmapped).
     """
     read: dict[str, Any] = {"to": rule["to"]}
-    names = {k: v for k, v in rule.items() if k not in ("to", "parse", "join", "ids")}
+    names = {k: v for k, v in rule.items() if k not in _ROW_KEYS}
     for name, where in names.items():
         value = at(block, where)
         if value is not MISSING:
             read[name] = value
-    if "join" in rule and type(read.get("text")) is list:  # a list of parts: their texts, in order
-        texts = [at(part, rule["join"]) for part in read["text"]]
-        read["text"] = "\n\n".join(t for t in texts if type(t) is str and t)
-    for name in rule.get("parse", ()):
-        if type(read.get(name)) is str:
-            with contextlib.suppress(orjson.JSONDecodeError):  # text that is not JSON stays a string
-                read[name] = orjson.loads(read[name])
+    for name, (fn, args) in rule.get("calls", {}).items():  # `call:` beside `from`: converts the value read
+        if name in read:
+            read[name] = fn(read[name], *args)
     if type(block) is dict and "" not in names.values():  # keys the table does not read: kept, not dropped
         residue = _residue(block, [_tokens(where) for where in names.values()] + [(kind_key,), ("type",)])
         if residue is not MISSING:
@@ -566,9 +597,9 @@ def read_block(block: Any, rule: dict[str, Any], kind_key: str = "type") -> dict
     if read["to"] in ("msg", "reason") and type(read.get("text")) is not str:
         return {"to": "extra", "block": block}
     if read["to"] in ("tool_call", "observation") and type(read.get("id")) is not str:
-        # ``ids: optional`` (Gemini): a call without an id is matched by its name (`Conversation`)
+        # ``pair: by_name`` (Gemini): a call without an id is matched by its name (`Conversation`)
         name = read.get("fn" if read["to"] == "tool_call" else "name")
-        if rule.get("ids") != "optional" or "id" in read or type(name) is not str or not name:
+        if rule.get("pair") != "by_name" or "id" in read or type(name) is not str or not name:
             return {"to": "extra", "block": block}
     return read
 
@@ -1229,7 +1260,7 @@ def markdown(table: Table) -> str:
 
 
 def _reads(rule: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(n, w) for n, w in rule.items() if n not in ("to", "parse", "join", "ids") and type(w) is str]
+    return [(n, w) for n, w in rule.items() if n not in _ROW_KEYS and type(w) is str]
 
 
 def _place(to: str, name: str) -> str:
