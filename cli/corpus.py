@@ -114,6 +114,7 @@ class FileResult:
     reason: str = ""
     unknown: tuple[tuple[str, str, int], ...] = ()
     loss: Report | None = None  # the conversion's loss report (also of one --strict refused)
+    drift: tuple[str, ...] = ()  # an event stream's drift lines (engine/stream.py), its companions' too
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +140,7 @@ class Summary:
     skips: tuple[FileResult, ...] = ()
     existing: int = 0
     reports: tuple[FileResult, ...] = ()  # the converted files that are not exact
+    drifted: tuple[FileResult, ...] = ()  # the converted files with drift lines (a newer version's records)
 
     @property
     def mb_per_second(self) -> float:
@@ -363,6 +365,7 @@ def convert_file(job: Job) -> FileResult:
             convert.read_units(data, jsonl=jsonl, options=job.options)  # not even JSON: that is a failure, not a skip
             return FileResult(job.path, SKIPPED, input_bytes=len(data), reason="not a known format")
         pattern = convert.companions_pattern(fmt)
+        drift: list[str] = []
         if pattern is None:
             stories = convert.into_storyline(fmt, data, jsonl=jsonl, path=job.rel, options=job.options)
         else:  # an event stream: its companion files (subagent transcripts) are read with it
@@ -370,7 +373,8 @@ def convert_file(job: Job) -> FileResult:
             if session is not None:
                 reason = f"read with {shown(session)}, the session it belongs to"
                 return FileResult(job.path, SKIPPED, input_bytes=len(data), reason=reason)
-            stories = _with_companions(job, fmt, data, pattern)
+            stories = _with_companions(job, fmt, data, pattern, drift)
+        drift[:0] = convert.drift(fmt, data, job.options)  # as `mapc convert FILE` warns of it
         result, assessed = convert.from_storyline_reported(
             job.to_fmt, stories, from_format=fmt, keep_envelope=job.loss.keep_envelope
         )
@@ -395,15 +399,21 @@ def convert_file(job: Job) -> FileResult:
         documents=len(stories),
         unknown=unknown_counts(stories, _own_source(fmt)),
         loss=assessed,
+        drift=tuple(drift),
     )
 
 
-def _with_companions(job: Job, fmt: str, data: bytes, pattern: str) -> list[dict[str, Any]]:
+def _with_companions(job: Job, fmt: str, data: bytes, pattern: str, drift: list[str]) -> list[dict[str, Any]]:
+    """The Storylines of a stream and its companion files; each companion's drift lines, named, go
+    to `drift`."""
     base = Path(job.path).parent
     found = []
     for path in sessions.companions(pattern, job.path):
         found.append((Path(path).relative_to(base).as_posix(), read_limited(path, job.options.max_input_bytes)))
-    return convert.into_storyline_with(fmt, data, found, path=job.rel, options=job.options)
+    stories = convert.into_storyline_with(fmt, data, found, path=job.rel, options=job.options)
+    for rel, raw in found:
+        drift.extend(f"{rel}: {m}" for m in convert.drift(fmt, raw, job.options))
+    return stories
 
 
 # -- many files -------------------------------------------------------------------------------------------
@@ -467,15 +477,18 @@ def summarize(results: Iterable[FileResult], seconds: float) -> Summary:
         skips=tuple(by_status[SKIPPED]),
         existing=len(by_status[EXISTING]),
         reports=tuple(r for r in by_status[CONVERTED] if r.loss is not None and not r.loss.exact),
+        drifted=tuple(r for r in by_status[CONVERTED] if r.drift),
     )
 
 
 def report_lines(summary: Summary) -> list[str]:
-    """What stderr gets, in order: skipped files, unknown fields, each failed file's first problem.
+    """What stderr gets, in order: skipped files, drift (record types, keys and versions an event
+    stream's spec does not know), unknown fields, each failed file's first problem.
 
     The summary's own `line` comes after these (left out with ``--quiet``).
     """
     lines = [shown(f"warning: skipped {r.path}: {r.reason}") for r in summary.skips]
+    lines += [shown(f"{r.path}: warning: {m}") for r in summary.drifted for m in r.drift]
     lines += [unknown_field_line(source, key, n) for source, key, n in summary.unknown]
     lines += report_lines_of(r.loss for r in summary.reports if r.status == CONVERTED and r.loss is not None)
     lines += [problem_line(r.path, r.problem) for r in summary.failures if r.problem is not None]

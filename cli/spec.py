@@ -91,7 +91,9 @@ def show_command(spec: str) -> None:
       mapc spec show atif
       mapc spec show openai-messages
     """
-    _, text = _spec_text(spec)
+    fmt = canonical_format(spec) if not Path(spec).is_file() else None
+    traced = catalog.installed().trace_spec_text(fmt) if fmt is not None else None
+    _, text = ("", traced) if traced is not None else _spec_text(spec)
     click.echo(text, nl=not text.endswith("\n"))
 
 

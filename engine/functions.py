@@ -48,15 +48,14 @@ def register(name: str, arity: int) -> Callable[[Callable[..., Any]], Callable[.
 
 
 def lookup(name: str, catalog: Catalog | None = None) -> Function | None:
-    """The registered function called `name`, if any, once the function modules `catalog` names
-    are loaded (None: the installed catalog's).  A spec may name anything: a name that is not a
-    string, or one starting with ``__``, is no function."""
+    """The registered function called `name`, if any, importing the function modules `catalog`
+    names (None: the installed catalog's) in turn until one registers it (`Catalog.function`).  A
+    spec may name anything: a name that is not a string, or one starting with ``__``, is no function."""
     from mapc.engine import catalog as catalogs
 
-    (catalog or catalogs.installed()).load_functions()
     if type(name) is not str or name.startswith("__"):
         return None
-    return REGISTRY.get(name)
+    return (catalog or catalogs.installed()).function(name)
 
 
 I64_MIN, I64_MAX, U64_MAX = -(2**63), 2**63 - 1, 2**64 - 1

@@ -122,7 +122,7 @@ def _stream_problems(spec: Spec) -> Iterator[Problem]:
     stream = spec.stream
     rules = [*stream.story, *(r for e in stream.entries for r in e.rules)]
     names = [n for r in rules for n in (r.call, r.back) if n] + [
-        n for e in stream.entries for n in (e.test, e.head) if n
+        n for e in stream.entries for n in (e.test, e.head) if isinstance(n, str)
     ]
     for name in names:
         found = functions.lookup(name)

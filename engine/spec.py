@@ -14,14 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from mapc.engine import fold as fold_module
-from mapc.engine import group as group_module
 from mapc.engine import plainyaml, pointer
-from mapc.engine import spread as spread_module
 from mapc.engine.ops import CONDITION_NAMES
 from mapc.engine.pointer import PointerSyntaxError
 from mapc.engine.problems import MapcError, Problem, SpecLocation
-from mapc.engine.select import compile_selections
 from mapc.engine.template import Template, parse_template
 from mapc.engine.values import MISSING
 
@@ -578,6 +574,8 @@ class _SpecReader:
         if not ok:
             self.fail("`fold` is a list of {array, where: {ptr: value}, into, take: {key: ptr}}", "fold")
             return ()
+        from mapc.engine import fold as fold_module  # specs with a `fold` only: others need not import it
+
         bad = fold_module.problems_of(entries)
         for p in bad:
             self.fail(p.message, *p.pointer.strip("/").split("/"))
@@ -607,6 +605,11 @@ class _SpecReader:
                 self.fail(f"unknown condition {how['when']!r}", "consume", ptr, "when")
             elif t:
                 consume.append(Consume(t, how.get("when"), how.get("equals", MISSING), self.loc.at("consume", ptr)))
+        # Row corpora only: the other specs' runs need not import these.
+        from mapc.engine import group as group_module
+        from mapc.engine import spread as spread_module
+        from mapc.engine.select import compile_selections
+
         try:
             selections = compile_selections(data.get("select"))
             group_values = group_module.parse(data.get("group"))
