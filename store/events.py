@@ -883,7 +883,7 @@ def _wire_call(call_id: str, group: list[dict[str, Any]], table: wire.Table, opt
             response = _located(where, wire.response_body, payload, table, options)
             call.response_body = wire.without(response, made_in_body)
             call.response_seq, call.response_ts, resp_ms = record["seq"], ts, ms
-            call.status = _http(payload).get("status", payload.get("status"))
+            call.status = wire.status(payload)
             call.ttft_ms = _first_int(_int_at(payload, "ttft_ms"), _int_at(payload, "timing", "ttft_ms"))
             call.latency_ms = _first_int(_int_at(payload, "latency_ms"), _int_at(payload, "timing", "duration_ms"))
         elif kind == FRAME_KIND:

@@ -107,18 +107,46 @@ def _http(payload: Any) -> dict[str, Any]:
     return http if type(http) is dict else {}
 
 
+def header(payload: Any, name: str) -> str | None:
+    """A header of the record (``payload.http.headers``, else the flat ``headers``): an object (names
+    in any case) or a list of ``[name, value]`` pairs or ``{name, value}`` objects; the first value."""
+    if type(payload) is not dict:
+        return None
+    headers = _http(payload).get("headers", payload.get("headers"))
+    pairs: list[Any] = list(headers.items()) if type(headers) is dict else headers if type(headers) is list else []
+    for pair in pairs:
+        if type(pair) is dict:
+            pair = (pair.get("name"), pair.get("value"))
+        if type(pair) in (list, tuple) and len(pair) == 2 and type(pair[0]) is str and pair[0].lower() == name:
+            return pair[1] if type(pair[1]) is str else None
+    return None
+
+
 def request_path(payload: Any) -> str | None:
-    """The request path: ``payload.http.path`` (else the flat legacy ``path``, E-5), else a URL's."""
+    """The request path: ``payload.http.path`` (else the flat legacy ``path``, E-5), else a URL's,
+    else an HTTP/2 record's ``:path`` pseudo-header (a recorder that keeps the frames' header block)."""
     if type(payload) is not dict:
         return None
     http = _http(payload)
     for value in (http.get("path"), payload.get("path")):
         if type(value) is str and value:
             return urlsplit(value).path or value
-    for value in (http.get("url"), payload.get("url")):
+    for value in (http.get("url"), payload.get("url"), header(payload, ":path")):
         if type(value) is str and value:
             return urlsplit(value).path or None
     return None
+
+
+def status(payload: Any) -> Any:
+    """The response status: ``payload.http.status`` (else the flat ``status``), else an HTTP/2
+    record's ``:status`` pseudo-header as the integer it names."""
+    if type(payload) is not dict:
+        return None
+    value = _http(payload).get("status", payload.get("status"))
+    if value is None:
+        text = header(payload, ":status")
+        value = int(text) if text is not None and text.isdigit() and len(text) == 3 else None
+    return value
 
 
 def recognise(payloads: list[Any]) -> Table | None:

@@ -819,3 +819,27 @@ def test_tool_arguments_text_that_repeats_a_key_stays_the_text_it_is():
     body = sse(start, opened, {"type": "content_block_delta", "index": 0, "delta": delta})
     _, turn = events.project_records(call(0, "c", request, body, body_encoding="sse"))["turns"]
     assert turn["tool_calls"] == [{"tcid": "t", "fn": "f", "args": '{"a": 1, "a": 2}'}]  # both values, as text
+
+
+# --- HTTP/2 records -----------------------------------------------------------------------------------------
+
+
+def test_http2_records_with_pseudo_headers_project_as_their_http1_twins():
+    """A recorder of HTTP/2 keeps the header block as it came: ``:method``, ``:path``, ``:status``
+    pseudo-headers (as pairs, in order), and no separate path or status field."""
+    records = four()
+    h2 = copy.deepcopy(records)
+    for record in h2:
+        http = record["payload"]["http"]
+        record["payload"]["connection"] = {"http_version": "HTTP/2.0", "persistent": True}
+        if record["kind"] == "http.request":
+            path = http.pop("path", None) or http.pop("url")
+            http.pop("url", None)
+            http["headers"] = [[":method", "POST"], [":scheme", "https"], [":authority", "api.anthropic.com"]]
+            http["headers"] += [[":path", path], ["content-type", "application/json"]]
+        else:
+            http["headers"] = [{"name": ":status", "value": str(http.pop("status"))}, {"name": "server", "value": "x"}]
+    assert "path" not in h2[0]["payload"]["http"] and "status" not in h2[1]["payload"]["http"]
+    assert events.project_records(h2) == events.project_records(records)
+    assert wire.header({"http": {"headers": {"Content-Type": "a"}}}, "content-type") == "a"
+    assert wire.status({"http": {"headers": [[":status", "2000"]]}}) is None  # not a status code
