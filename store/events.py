@@ -49,6 +49,9 @@ MAX_DEPTH: Final = 200
 
 REQUEST_KINDS: Final = frozenset({"llm.request", "http.request"})
 FRAME_KIND: Final = "http.stream.frame"  # one raw SSE frame of a streamed response (kept, not yet projected)
+# Other transports' records (a WebSocket session: transport.websocket.open / message / close) are
+# not HTTP calls: projected as they are, in order, as internal turns (no protocol re-parses them yet).
+TRANSPORT_PREFIX: Final = "transport."
 RESPONSE_KINDS: Final = frozenset({"llm.response", "llm.response.stream", "http.response", "http.response.stream"})
 
 # Optional top-level strings of an EventRecord: the identity keys, then the correlation envelope.
@@ -692,7 +695,8 @@ def project_records(
       llm.response`` (``llm.request`` for the user case), ``extra: {call_id, request_messages,
       seq}``, ``metrics`` = usage, ``latency_ms`` = the payload's, else response − request time,
       ``ttft_ms``, ``model``, ``nllm: 1`` for an agent turn.
-    - Records without ``call_id`` whose kind is ``session.*`` or ``note`` become ``system`` turns
+    - Records without ``call_id`` whose kind is ``session.*`` or ``note``, and ``transport.*``
+      records (a WebSocket session's, with their ``call_id`` in extra), become ``system`` turns
       (``kind: internal``, ``msg: {kind, payload}``, ``extra: {seq, event_seq}``) after the calls;
       other orphans are dropped.
     - Turn ids are 1..n; ``origin.format`` is ``canonical-event``; timestamps are RFC 3339 with
@@ -722,7 +726,7 @@ def project_records(
     orphans: list[dict[str, Any]] = []
     for record in records:
         call_id = record.get("call_id")
-        if type(call_id) is str and call_id:
+        if type(call_id) is str and call_id and not record["kind"].startswith(TRANSPORT_PREFIX):
             groups.setdefault(call_id, []).append(record)
         else:
             orphans.append(record)
@@ -748,16 +752,15 @@ def project_records(
             notes.extend(conversation.problems[before:])
     for record in orphans:
         kind = record["kind"]
-        if kind.startswith("session.") or kind == "note":
+        if kind.startswith(("session.", TRANSPORT_PREFIX)) or kind == "note":
             ts, _ = _event_time(record)
             turn: dict[str, Any] = {"id": 0, "kind": "internal"}
             if ts is not None:
                 turn["ts"] = ts
-            turn.update(
-                src="system",
-                msg={"kind": kind, "payload": record["payload"]},
-                extra={"seq": record["seq"], "event_seq": record["seq"]},
-            )
+            extra = {"seq": record["seq"], "event_seq": record["seq"]}
+            if kind.startswith(TRANSPORT_PREFIX) and type(record.get("call_id")) is str:
+                extra["call_id"] = record["call_id"]  # the WebSocket session the message belongs to
+            turn.update(src="system", msg={"kind": kind, "payload": record["payload"]}, extra=extra)
             turns.append(turn)
     for n, turn in enumerate(turns, start=1):
         turn["id"] = n
