@@ -1191,6 +1191,11 @@ def _q(value: Any) -> str:
 # --- writing (synthesis) ------------------------------------------------------------------------------
 
 
+def table_text(protocol: str) -> str:
+    """The YAML text of a shipped protocol's table (`mapc spec lint`)."""
+    return importlib.resources.files("mapc.mappings.wire").joinpath(f"{protocol}.yaml").read_text(encoding="utf-8")
+
+
 def table_named(protocol: str) -> Table | None:
     """The shipped table of `protocol` (its name or one of its hints), or None."""
     for table in tables():

@@ -843,3 +843,19 @@ def test_http2_records_with_pseudo_headers_project_as_their_http1_twins():
     assert events.project_records(h2) == events.project_records(records)
     assert wire.header({"http": {"headers": {"Content-Type": "a"}}}, "content-type") == "a"
     assert wire.status({"http": {"headers": [[":status", "2000"]]}}) is None  # not a status code
+
+
+def test_spec_lint_checks_a_wire_table_shipped_or_copied(tmp_path, runner):
+    from mapc.cli.main import cli
+
+    for protocol in ("anthropic-messages", "openai-chat-completions", "openai-responses", "gemini-generate-content"):
+        result = runner.invoke(cli, ["spec", "lint", protocol])
+        assert result.exit_code == 0 and "no problems" in result.output, result.output
+    copied = tmp_path / "my-wire.yaml"
+    text = wire.table_text("openai-responses").replace("call: joined_texts", "call: no_such_function")
+    copied.write_text(text)
+    result = runner.invoke(cli, ["spec", "lint", str(copied)])
+    assert result.exit_code == 1
+    assert f"{copied}: /message/3/rules/1/call: unknown function 'no_such_function'" in result.output
+    result = runner.invoke(cli, ["spec", "lint", "atif"])  # a format spec is still linted as one
+    assert result.exit_code == 0 and "atif.yaml: no problems" in result.output
