@@ -86,7 +86,6 @@ def test_the_committed_recording_reads_as_turns_with_nothing_dropped() -> None:
 
 
 def test_a_fresh_recording_reads_the_same(tmp_path: Path) -> None:
-    pytest.importorskip("opentelemetry.instrumentation.openai_v2", reason="dev extra: the instrumentation")
     out = tmp_path / "run.otlp.json"
     assert recorder().record(out) == 4
     check_reading(out.read_bytes())
