@@ -123,11 +123,12 @@ class Context:
     def tables(self) -> dict[str, Any]:
         return self.spec.tables
 
-    def json(self, value: Any, at: str) -> Any:
+    def json(self, value: Any, at: str, shape: type | None = None) -> Any:
         """The JSON an attribute's text holds (a value that is no text stays as it is); a key
-        repeated in one of its objects is refused (at the attribute) unless allowed."""
+        repeated in one of its objects is refused (at the attribute) unless allowed, and so is a
+        value that is not of `shape` (`dict`, or `list`: a list of objects)."""
         if type(value) is not str:
-            return value
+            return self._shaped(value, at, shape)
         try:
             out = orjson.loads(value)
         except orjson.JSONDecodeError:
@@ -137,7 +138,14 @@ class Context:
             if found:
                 where = found[0].pointer
                 raise _fail("json.duplicate_key", at, f"the JSON text of this attribute repeats a key (at {where})")
-        return out
+        return self._shaped(out, at, shape)
+
+    def _shaped(self, value: Any, at: str, shape: type | None) -> Any:
+        if shape is dict and type(value) is not dict:
+            raise _fail(self.spec.codes["invalid"], at, "expected this attribute to hold an object")
+        if shape is list and (type(value) is not list or not all(type(v) is dict for v in value)):
+            raise _fail(self.spec.codes["invalid"], at, "expected this attribute to hold a list of objects")
+        return value
 
 
 def parse(data: dict[str, Any], tables: dict[str, Any]) -> SpanSpec:

@@ -18,7 +18,7 @@ from mapc.engine.functions import register
 from mapc.engine.problems import MapcError
 from mapc.engine.spans import Context, Span
 from mapc.engine.timestamp import TimestampError, format_rfc3339, timestamp_ns
-from mapc.engine.views import document_id
+from mapc.engine.views import call_results, document_id
 
 OP = "gen_ai.operation.name"
 
@@ -35,26 +35,6 @@ def _parts(msg: Any, ns: dict[str, str]) -> list[dict[str, Any]]:
         return []
     # A text is a text part; content lists and objects ride whole in a GenericPart of mapc's type.
     return [{"type": "text", "content": msg}] if type(msg) is str else [{"type": ns["msg_part"], "content": msg}]
-
-
-def _results(turn: dict[str, Any]) -> dict[str, Any] | None:
-    """The observation results by call id, when the observation is just `{results: [...]}` of
-    `{source_call_id, content}` answering the turn's calls once each, in call order."""
-    obs, calls = turn.get("observation"), turn.get("tool_calls")
-    if type(obs) is not dict or set(obs) != {"results"} or type(calls) is not list:
-        return None
-    results = obs["results"]
-    if type(results) is not list or not results:
-        return None
-    order = [c.get("tcid") for c in calls if type(c) is dict]
-    seen: list[str] = []
-    for r in results:
-        if type(r) is not dict or set(r) != {"source_call_id", "content"} or r["source_call_id"] not in order:
-            return None
-        seen.append(r["source_call_id"])
-    if len(set(seen)) != len(seen) or seen != [t for t in order if t in seen]:
-        return None
-    return {r["source_call_id"]: r["content"] for r in results}
 
 
 def _output(turn: dict[str, Any], ns: dict[str, str]) -> dict[str, Any]:
@@ -98,7 +78,7 @@ def otel_spans(story: dict[str, Any], ctx: Context) -> list[dict[str, Any]]:
         calls = [c for c in turn.get("tool_calls") or [] if type(c) is dict]
         if "tool_calls" in turn:
             rest["tool_calls"] = [{k: v for k, v in c.items() if k not in ("tcid", "fn", "args")} for c in calls]
-        results = _results(turn)
+        results = call_results(turn)
         if results is not None:
             rest.pop("observation")
         output = _output(turn, ns)
@@ -222,22 +202,10 @@ def _text(parts: list[Any], ns: dict[str, str]) -> Any:
     return "".join(str(p.get("content", "")) for p in texts)
 
 
-def _shaped(ctx: Context, value: Any, at: str, kind: type) -> Any:
-    """A `storyline.*` attribute's JSON: an object, or a list of objects (turns); else refused."""
-    found: Any = ctx.json(value, at)
-    ok = type(found) is dict if kind is dict else type(found) is list and all(type(t) is dict for t in found)
-    if not ok:
-        what = "an object" if kind is dict else "a list of turns"
-        raise MapcError.single("otel.invalid", at, f"expected a storyline attribute holding {what}")
-    return found
-
-
 def _messages(ctx: Context, span: Span, key: str) -> list[Any]:
-    """A messages attribute's list (JSON text of the conventions' message schema); other values refused."""
-    found = ctx.json(span.attrs.get(key, "[]"), f"{span.at}/attributes") or []
-    if type(found) is not list:
-        raise MapcError.single("otel.invalid", f"{span.at}/attributes", f"expected {key} to hold a list of messages")
-    return found
+    """A messages attribute's list (JSON text of the conventions' message schema; null: none)."""
+    found = ctx.json(span.attrs.get(key, "[]"), f"{span.at}/attributes")
+    return [] if found is None else list(ctx.json(found, f"{span.at}/attributes", list))
 
 
 @register("otel_story", 5)
@@ -252,7 +220,7 @@ def otel_story(
     at = root.at if root is not None else ""
     foreign = ns["document"] not in attrs
     if not foreign:
-        story = _shaped(ctx, attrs[ns["document"]], f"{at}/attributes", dict)
+        story = ctx.json(attrs[ns["document"]], f"{at}/attributes", dict)
     else:
         trace = root.raw["traceId"].lower() if root is not None else key
         story = {
@@ -287,7 +255,7 @@ def otel_story(
         inputs = _messages(ctx, s, "gen_ai.input.messages")
         outputs = _messages(ctx, s, "gen_ai.output.messages")
         new = [m for m in inputs[seen_inputs:] if type(m) is dict and not _tool_result_only(m)]
-        residuals = _shaped(ctx, a[ns["new_turns"]], f"{s.at}/attributes", list) if ns["new_turns"] in a else None
+        residuals = ctx.json(a[ns["new_turns"]], f"{s.at}/attributes", list) if ns["new_turns"] in a else None
         for n, message in enumerate(new):
             msg = _text(message.get("parts") or [], ns)
             if residuals is not None and n < len(residuals):
@@ -299,7 +267,7 @@ def otel_story(
         output = outputs[0] if outputs and type(outputs[0]) is dict else {"parts": []}
         parts = output.get("parts") or []
         if ns["turn"] in a:
-            turn = dict(_shaped(ctx, a[ns["turn"]], f"{s.at}/attributes", dict))
+            turn = dict(ctx.json(a[ns["turn"]], f"{s.at}/attributes", dict))
         else:
             turn = {"id": len(turns) + 1, "src": "agent"}
             for k, to in (("startTimeUnixNano", "ts"), ("endTimeUnixNano", "finished_at")):
@@ -335,7 +303,7 @@ def otel_story(
                 turn["observation"] = {"results": results}
         turns.append(turn)
     if ns["trailing"] in attrs:
-        turns += _shaped(ctx, attrs[ns["trailing"]], f"{at}/attributes", list)
+        turns += ctx.json(attrs[ns["trailing"]], f"{at}/attributes", list)
     story["turns"] = turns
     if foreign and root is not None:
         parent = (root.raw.get("parentSpanId") or "").lower()
