@@ -358,18 +358,26 @@ def decode(spec: SpanSpec, data: bytes, options: Options = DEFAULT) -> list[dict
     )
     root_ids = set(keys)
 
+    homes: dict[str, str | None] = {}  # span id -> its root, for every span walked past (linear time)
+
     def owner(span: Span) -> str | None:
         if per_trace:
             return str(span.raw[spec.trace_key]).lower()
-        seen = 0
+        path: list[str] = []
         parent = (span.raw.get(spec.parent_key) or "").lower()
-        while parent and seen < len(spans):
+        home: str | None = None
+        while parent and len(path) < len(spans):  # a cycle of parents ends here
             if parent in root_ids:
-                return str(parent)
+                home = parent
+                break
+            if parent in homes:
+                home = homes[parent]
+                break
+            path.append(parent)
             up = by_id.get(parent)
             parent = ((up.raw.get(spec.parent_key) if up is not None else "") or "").lower()
-            seen += 1
-        return None
+        homes.update(dict.fromkeys(path, home))
+        return home
 
     members: dict[str, list[Span]] = {k: [] for k in keys}
     orphans: dict[str, Any] = {}
