@@ -391,6 +391,7 @@ class _Session:
         self.fan, self.g = fan, group
         self.turns: list[dict[str, Any]] = []
         self.residual: dict[str, Any] = {}
+        self.holders: dict[str, dict[str, Any]] = {}  # the latest turn holding each result key
         self.problems: list[Problem] = list(group.problems)
         self.story: dict[str, Any] = {"schema_version": "storyline/v1"}
         self.story["origin"] = {"format": source, "document_id": group.document_id}
@@ -434,7 +435,7 @@ class _Session:
                 if not self._result(element, None):
                     self.residual[self.g.pointer(r, *at)] = element
                 continue
-            self.turns.append(turn)
+            self._append(turn)
 
     def _row(self, r: int, row: dict[str, Any], base: int, first: bool) -> None:
         order = pointer.resolve(row, self.g.order_tokens)
@@ -465,7 +466,7 @@ class _Session:
                 continue
             current = self._turn(kind, r, row, found[1], tuple(found[0]), named.get(kind.id), row)
             if current is not None:
-                self.turns.append(current)
+                self._append(current)
         res = self.fan.results
         if res is None or current is None:
             return
@@ -511,12 +512,14 @@ class _Session:
         value: Any = MISSING
         taken = None
         for c in f.candidates:
-            if c.src is None:
+            src = c.src
+            if src is None:
                 if c.if_ is None or not is_empty(_read(c.if_, env)):
                     value = c.const
                     break
                 continue
-            v = _read(c.src, env)
+            node = env.get(src.root, MISSING)
+            v = MISSING if node is MISSING else pointer.resolve(node, src.tokens)
             if v is MISSING or (v is None and not c.keep_null) or (c.test is not None and not c.test(v)):
                 continue
             if c.table is not None:
@@ -553,19 +556,34 @@ class _Session:
         if key is MISSING or (res.key_test is not None and not res.key_test(key)):
             return False
         value = {name: _or_none(pointer.resolve(element, tokens)) for name, tokens in res.value}
-        target = current
-        array, inner = res.match
-        for turn in reversed(self.turns):
-            held = pointer.resolve(turn, array)
-            if any(pointer.resolve(e, inner) == key for e in held or ()):
-                target = turn
-                break
+        target = self.holders.get(key, current) if type(key) is str else self._holder(key, current)
         if target is None:
             return False
         results = _container(target, res.to)
         if value not in results:
             results.append(value)
         return True
+
+    def _holder(self, key: Any, current: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The latest turn whose `match` elements hold `key` (a key that is no string), else `current`."""
+        assert self.fan.results is not None
+        array, inner = self.fan.results.match
+        for turn in reversed(self.turns):
+            held = pointer.resolve(turn, array)
+            if any(pointer.resolve(e, inner) == key for e in held or ()):
+                return turn
+        return current
+
+    def _append(self, turn: dict[str, Any]) -> None:
+        """Add a turn; index the string keys its `match` elements hold (the latest turn wins)."""
+        self.turns.append(turn)
+        if self.fan.results is not None:
+            array, inner = self.fan.results.match
+            held = pointer.resolve(turn, array)
+            for e in held if type(held) is list else ():
+                key = pointer.resolve(e, inner)
+                if type(key) is str:
+                    self.holders[key] = turn
 
 
 def _or_none(value: Any) -> Any:
