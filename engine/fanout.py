@@ -109,6 +109,7 @@ class Kind:
     needs: Tokens | None = None
     back_const: tuple[tuple[Tokens, Any], ...] = ()
     order: tuple[int, ...] = ()  # the fields in the order they are computed: `needs` first, late ones last
+    readers: tuple[Any, ...] = ()  # per field: a function of the sources giving (value, source taken), or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,7 +339,46 @@ def _kind(k: Any, at: str, selections: dict[str, Any], ids: dict[str, Any]) -> K
         needs,
         tuple((_tokens(p, at), v) for p, v in (k.get("back_const") or {}).items()),
         tuple(order),
+        tuple(_reader(f) for f in fields),
     )
+
+
+Reader = Callable[[dict[str, Any]], tuple[Any, Any]]
+
+
+def _reader(f: Field) -> Reader | None:
+    """Field `f`'s forward as one function of the sources (env), for fields whose value needs no
+    residual bookkeeping: constants, copies and chains (a call of the value taken included)."""
+    if f.spread is not None or f.call is not None:
+        return None  # a call's value may hold residuals (functions.Kept): the session keeps them
+    if len(f.candidates) == 1 and f.candidates[0].src is None and f.candidates[0].if_ is None:
+        const = f.candidates[0].const
+        return lambda env: (const, None)
+    candidates = tuple((c, c.src) for c in f.candidates)
+    default = f.default
+
+    def read(env: dict[str, Any]) -> tuple[Any, Any]:
+        value: Any = MISSING
+        taken = None
+        for c, src in candidates:
+            if src is None:
+                if c.if_ is None or not is_empty(_read(c.if_, env)):
+                    value = c.const
+                    break
+                continue
+            node = env.get(src.root, MISSING)
+            v = MISSING if node is MISSING else pointer.resolve(node, src.tokens)
+            if v is MISSING or (v is None and not c.keep_null) or (c.test is not None and not c.test(v)):
+                continue
+            if c.table is not None:
+                v = c.table.get(v, MISSING) if type(v) is str else MISSING
+                if v is MISSING:
+                    continue
+            value, taken = v, src
+            break
+        return (default if value is MISSING else value), taken
+
+    return read
 
 
 def _results(r: Any, selections: dict[str, Any]) -> Results | None:
@@ -491,7 +531,8 @@ class _Session:
             f = fields[i]
             if f.late and "turn" not in env:
                 env["turn"] = {fields[j].to[0]: v for j, v in values.items() if v is not MISSING}
-            values[i], taken[i] = self._value(f, env, where, r)
+            reader = kind.readers[i]
+            values[i], taken[i] = reader(env) if reader is not None else self._value(f, env, where, r)
             if n == 0 and kind.needs is not None and values[i] is MISSING:
                 return None  # no turn: the element is read otherwise
         turn: dict[str, Any] = {"id": turn_id}
@@ -539,8 +580,8 @@ class _Session:
                 value = f.call(*args)
             except ValueError:
                 return f.default, None
-            if isinstance(value, functions.Kept):
-                base = f.args[0] if f.args and isinstance(f.args[0], Src) else None
+            if isinstance(value, functions.Kept):  # residuals under the first argument's source
+                base = taken if f.candidates else f.args[0] if f.args and isinstance(f.args[0], Src) else None
                 for tokens, kept in value.residuals.items():
                     prefix = where[base.root] + base.tokens if base is not None else ()
                     self.residual[self.g.pointer(r, *prefix, *tokens)] = kept
@@ -685,7 +726,7 @@ class _Plan:
         src = next(f for f in self.message_kind.fields if f.to == self.message_kind.needs)
         self.roles = set((src.candidates[0].table or {}).values())
         self.writers_of: dict[str, tuple[Field | None, Field | None]] = {}
-        self.element_fields = {k.name: tuple(f for f in k.fields if _writes(f, True)) for k in fan.kinds}
+        self.element_fields = {k.name: tuple(_writer(f) for f in k.fields if _writes(f, True)) for k in fan.kinds}
         self.history = pointer.parse(fan.back["history"])
 
 
@@ -697,6 +738,41 @@ def _writes(f: Field, element: bool) -> bool:
         return (f.back[2].root == "row") != element
     src = f.first.src if f.first is not None else None
     return src is not None and src.root != "turn" and (src.root == "row") != element
+
+
+Writer = Callable[[dict[str, Any], dict[str, Any], Any], None]
+
+
+def _writer(f: Field) -> Writer:
+    """The reverse of field `f` into its element, as one function of (turn, element, order key):
+    the common cases (a copy of one key, read through its value table or not) without lookups."""
+    first = f.first
+    simple = (
+        type(f.back) is not tuple
+        and first is not None
+        and first.src is not None
+        and len(f.to) == 1
+        and len(first.src.tokens) == 1
+        and f.call is None
+    )
+    if not simple:
+        return lambda turn, out, step: _Rows._back(f, turn, out, step, True)
+    assert first is not None and first.src is not None
+    key, dst, default, keep_null, inverse = f.to[0], first.src.tokens[0], f.default, f.keep_null, f.inverse
+
+    def write(turn: dict[str, Any], out: dict[str, Any], step: Any) -> None:
+        value = turn.get(key, MISSING)
+        if value is MISSING:
+            value = default
+        if value is MISSING or (value is None and not keep_null):
+            return
+        if inverse is not None:
+            value = inverse.get(value, MISSING) if type(value) is str else MISSING
+            if value is MISSING:
+                return
+        out[dst] = value
+
+    return write
 
 
 _PLANS: dict[int, tuple[FanOut, _Plan]] = {}
@@ -790,8 +866,8 @@ class _Rows:
     def _message(self, turn: dict[str, Any]) -> dict[str, Any]:
         """A turn as an element of the message kind: its fields written back."""
         out: dict[str, Any] = {}
-        for f in self.plan.element_fields[self.message_kind.name]:
-            self._back(f, turn, out, None, element=True)
+        for write in self.plan.element_fields[self.message_kind.name]:
+            write(turn, out, None)
         return out
 
     def _results(self, turn: dict[str, Any]) -> list[dict[str, Any]]:
@@ -818,8 +894,8 @@ class _Rows:
         out: dict[str, Any] = {}
         for tokens, value in kind.back_const:
             _put(out, tokens, value)
-        for f in self.plan.element_fields[kind.name]:
-            self._back(f, turn, out, step, element=True)
+        for write in self.plan.element_fields[kind.name]:
+            write(turn, out, step)
         if home:
             assert kind.select is not None
             _put(row, self.model.selections[kind.select].alternatives[0].at, out)
@@ -851,7 +927,8 @@ class _Rows:
             found = self._writers_of[target] = (pick[0], pick[1])
         return found
 
-    def _back(self, f: Field, turn: dict[str, Any], out: dict[str, Any], step: Any, element: bool) -> None:
+    @staticmethod
+    def _back(f: Field, turn: dict[str, Any], out: dict[str, Any], step: Any, element: bool) -> None:
         """Write field `f` of `turn` back into `out` (the element, or the row)."""
         if f.back == "none" or f.spread is not None:
             return
