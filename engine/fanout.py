@@ -110,6 +110,9 @@ class Kind:
     back_const: tuple[tuple[Tokens, Any], ...] = ()
     order: tuple[int, ...] = ()  # the fields in the order they are computed: `needs` first, late ones last
     readers: tuple[Any, ...] = ()  # per field: a function of the sources giving (value, source taken), or None
+    steps: tuple[Any, ...] = ()  # (index, field, reader, late) in `order`
+    puts: tuple[Any, ...] = ()  # (index, spread, single key or None, tokens) in field order
+    keeps: tuple[Any, ...] = ()  # (index, kept source)
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,6 +328,7 @@ def _kind(k: Any, at: str, selections: dict[str, Any], ids: dict[str, Any]) -> K
     first = [i for i in computed if needs is not None and fields[i].to == needs]
     order = first + [i for i in computed if not fields[i].late and i not in first]
     order += [i for i in computed if fields[i].late and i not in first]
+    readers = tuple(_reader(f) for f in fields)
     return Kind(
         str(k["name"]),
         fields,
@@ -339,7 +343,10 @@ def _kind(k: Any, at: str, selections: dict[str, Any], ids: dict[str, Any]) -> K
         needs,
         tuple((_tokens(p, at), v) for p, v in (k.get("back_const") or {}).items()),
         tuple(order),
-        tuple(_reader(f) for f in fields),
+        readers,
+        tuple((i, fields[i], readers[i], fields[i].late) for i in order),
+        tuple((i, f.spread, f.to[0] if len(f.to) == 1 else None, f.to) for i, f in enumerate(fields)),
+        tuple((i, k) for i, f in enumerate(fields) for k in f.keep),
     )
 
 
@@ -366,8 +373,7 @@ def _reader(f: Field) -> Reader | None:
                     value = c.const
                     break
                 continue
-            node = env.get(src.root, MISSING)
-            v = MISSING if node is MISSING else pointer.resolve(node, src.tokens)
+            v = _read(src, env)
             if v is MISSING or (v is None and not c.keep_null) or (c.test is not None and not c.test(v)):
                 continue
             if c.table is not None:
@@ -421,6 +427,8 @@ def sources(kind: Kind) -> list[tuple[Src, str]]:
 
 def _read(src: Src, env: dict[str, Any]) -> Any:
     node = env.get(src.root, MISSING)
+    if len(src.tokens) == 1 and type(node) is dict:
+        return node.get(src.tokens[0], MISSING)
     return MISSING if node is MISSING else pointer.resolve(node, src.tokens)
 
 
@@ -432,6 +440,7 @@ class _Session:
         self.turns: list[dict[str, Any]] = []
         self.residual: dict[str, Any] = {}
         self.holders: dict[str, dict[str, Any]] = {}  # the latest turn holding each result key
+        self.row_ids = [(k.id, group.ids[k.id]) for k in fan.kinds if not k.first_row and k.id in group.ids]
         self.problems: list[Problem] = list(group.problems)
         self.story: dict[str, Any] = {"schema_version": "storyline/v1"}
         self.story["origin"] = {"format": source, "document_id": group.document_id}
@@ -479,9 +488,7 @@ class _Session:
 
     def _row(self, r: int, row: dict[str, Any], base: int, first: bool) -> None:
         order = pointer.resolve(row, self.g.order_tokens)
-        named = {
-            k.id: self.g.ids[k.id].of(base, order) for k in self.fan.kinds if not k.first_row and k.id in self.g.ids
-        }
+        named = {name: turn_id.of(base, order) for name, turn_id in self.row_ids}
         if any(i > I64_MAX for i in named.values()):
             self.problems.append(
                 Problem(self.fan.overflow, self.g.pointer(r, *self.g.order_tokens), "the turn id overflows i64")
@@ -515,7 +522,15 @@ class _Session:
             found = self.g.select[res.after](row)
             start = found[0][-1] + 1 if found is not None else 0
         values = pointer.resolve(row, res.each)
-        for element in values[start:] if type(values) is list else ():
+        if type(values) is not list:
+            return
+        if len(res.where) == 1 and len(res.where[0][0]) == 1:  # one key: the common case, without a walk
+            key, want = res.where[0][0][0], res.where[0][1]
+            for element in values[start:]:
+                if type(element) is dict and element.get(key, MISSING) == want:
+                    self._result(element, current)
+            return
+        for element in values[start:]:
             if type(element) is dict and all(pointer.resolve(element, p) == v for p, v in res.where):
                 self._result(element, current)
 
@@ -524,28 +539,30 @@ class _Session:
     ) -> dict[str, Any] | None:
         env: dict[str, Any] = {"row": row, kind.var: node}
         where = {"row": (), kind.var: at}
-        values: dict[int, Any] = {}
-        taken: dict[int, Src | None] = {}
-        fields = kind.fields
-        for n, i in enumerate(kind.order):
-            f = fields[i]
-            if f.late and "turn" not in env:
-                env["turn"] = {fields[j].to[0]: v for j, v in values.items() if v is not MISSING}
-            reader = kind.readers[i]
+        values: list[Any] = [MISSING] * len(kind.fields)
+        taken: list[Src | None] = [None] * len(kind.fields)
+        needs = kind.needs is not None
+        for i, f, reader, late in kind.steps:
+            if late and "turn" not in env:
+                env["turn"] = {kind.fields[j].to[0]: v for j, v in enumerate(values) if v is not MISSING}
             values[i], taken[i] = reader(env) if reader is not None else self._value(f, env, where, r)
-            if n == 0 and kind.needs is not None and values[i] is MISSING:
-                return None  # no turn: the element is read otherwise
+            if needs:
+                if values[i] is MISSING:
+                    return None  # no turn: the element is read otherwise
+                needs = False
         turn: dict[str, Any] = {"id": turn_id}
-        for i, f in enumerate(fields):
-            if f.spread is not None:
-                spreads.forward(self.g.spread, spread_row, turn, self.story, f.spread)
+        for i, spread, key, tokens in kind.puts:
+            if spread is not None:
+                spreads.forward(self.g.spread, spread_row, turn, self.story, spread)
             elif values[i] is not MISSING:
-                _put(turn, f.to, values[i])
-        for i, f in enumerate(fields):  # kept sources: after the turn's fields
-            for k in f.keep:
-                value = _read(k, env)
-                if value is not MISSING and k != taken.get(i):
-                    self.residual[self.g.pointer(r, *where[k.root], *k.tokens)] = value
+                if key is not None:
+                    turn[key] = values[i]
+                else:
+                    _put(turn, tokens, values[i])
+        for i, k in kind.keeps:  # kept sources: after the turn's fields
+            value = _read(k, env)
+            if value is not MISSING and k != taken[i]:
+                self.residual[self.g.pointer(r, *where[k.root], *k.tokens)] = value
         return turn
 
     def _value(self, f: Field, env: dict[str, Any], where: dict[str, Any], r: int) -> tuple[Any, Src | None]:
@@ -639,6 +656,9 @@ def _container(turn: dict[str, Any], tokens: Tokens) -> list[Any]:
 
 
 def _put(obj: dict[str, Any], tokens: Tokens, value: Any) -> None:
+    if len(tokens) == 1:
+        obj[tokens[0]] = value
+        return
     for token in tokens[:-1]:
         obj = obj.setdefault(token, {})
     obj[tokens[-1]] = value
@@ -726,6 +746,7 @@ class _Plan:
         src = next(f for f in self.message_kind.fields if f.to == self.message_kind.needs)
         self.roles = set((src.candidates[0].table or {}).values())
         self.writers_of: dict[str, tuple[Field | None, Field | None]] = {}
+        self.row_writers: dict[int, Writer] = {}  # by id of a field of this fan-out's kinds
         self.element_fields = {k.name: tuple(_writer(f) for f in k.fields if _writes(f, True)) for k in fan.kinds}
         self.history = pointer.parse(fan.back["history"])
 
@@ -743,9 +764,25 @@ def _writes(f: Field, element: bool) -> bool:
 Writer = Callable[[dict[str, Any], dict[str, Any], Any], None]
 
 
-def _writer(f: Field) -> Writer:
+def _writer(f: Field, element: bool = True) -> Writer:
     """The reverse of field `f` into its element, as one function of (turn, element, order key):
     the common cases (a copy of one key, read through its value table or not) without lookups."""
+    if type(f.back) is tuple:
+        fn, args, to = f.back
+        reads = tuple((a.root == "row", a.tokens[0] if len(a.tokens) == 1 else None, a.tokens) for a in args)
+        dst = to.tokens
+
+        def write_call(turn: dict[str, Any], out: dict[str, Any], step: Any) -> None:
+            value = fn(
+                *(
+                    step if row else turn.get(key, MISSING) if key is not None else pointer.resolve(turn, tokens)
+                    for row, key, tokens in reads
+                )
+            )
+            if value is not MISSING:
+                _put(out, dst, value)
+
+        return write_call
     first = f.first
     simple = (
         type(f.back) is not tuple
@@ -756,7 +793,7 @@ def _writer(f: Field) -> Writer:
         and f.call is None
     )
     if not simple:
-        return lambda turn, out, step: _Rows._back(f, turn, out, step, True)
+        return lambda turn, out, step: _Rows._back(f, turn, out, step, element)
     assert first is not None and first.src is not None
     key, dst, default, keep_null, inverse = f.to[0], first.src.tokens[0], f.default, f.keep_null, f.inverse
 
@@ -793,6 +830,7 @@ class _Rows:
         plan = self.plan = _plan(fan)
         self.message_kind, self.row_kind, self.request_kind = plan.message_kind, plan.row_kind, plan.request_kind
         self.row_has, self.roles, self._writers_of = plan.row_has, plan.roles, plan.writers_of
+        self._row_writers = plan.row_writers
 
     def _is_row(self, turn: dict[str, Any]) -> bool:
         row = self.fan.back["row"]
@@ -912,7 +950,10 @@ class _Rows:
                 return
             if pointer.resolve(turn, field.to) is MISSING:
                 continue
-            self._back(field, turn, row, step, element=False)
+            write = self._row_writers.get(id(field))
+            if write is None:
+                write = self._row_writers[id(field)] = _writer(field, element=False)
+            write(turn, row, step)
             return
 
     def _writers(self, target: str) -> tuple[Field | None, Field | None]:
