@@ -101,7 +101,7 @@ class Kind:
     first_row: bool = False
     each: Tokens | None = None  # the array whose elements are turns
     var: str = ""  # the element's (or the selection's) name in source pointers
-    before: tuple[str, str] | None = None  # (selection, key it must hold): elements before its value
+    before: tuple[str, str | None] | None = None  # (selection, key it must hold): elements before its value
     select: str | None = None
     has: str | None = None  # a key the selection's value must hold
     missing: tuple[str, str] | None = None  # (problem code, message) when the selection finds nothing
@@ -697,7 +697,7 @@ def _group_key(story: dict[str, Any], at: Tokens, used: set[str]) -> str:
 
 def reverse(fan: FanOut, model: Any, stories: list[dict[str, Any]], source: str) -> list[list[dict[str, Any]]]:
     """The rows of each Storyline: one per turn that makes a row, each with the full history."""
-    documents = {_provenance(s, source) for s in stories} - {None}
+    documents = {d for s in stories if (d := _provenance(s, source)) is not None}
     if len(documents) > 1:
         several = str(fan.back.get("several") or "these Storylines come from {n} files ({ids})")
         message = several.replace("{n}", str(len(documents))).replace("{ids}", ", ".join(sorted(documents)))

@@ -2,7 +2,7 @@
 
 The row → turns fan-out and its reverse moved from Python (mappings/openai_msg.py, 449 lines) into
 `fanout:` in openai-msg.yaml, run by engine/fanout.py, with every result unchanged byte for byte.
-bench/openai_identity.py compared old and new over the fixtures and 25,000+ generated documents;
+bench/openai_identity.py compared old and new over the fixtures and 20,502 generated inputs;
 this test keeps a smaller draw of the same inputs (seeded hypothesis: the shipped fixtures of every
 JSON format, canonical and shuffled corpora, wild rows, Storylines from anywhere), forward, reverse
 and forward again, against the digest the Python fan-out gave.  The draw runs in a plain
