@@ -45,10 +45,10 @@ def test_the_comparison_sees_a_change_of_one_field():
 
     before = digest()
     context = catalog.program("openai-msg").spec.rows.fanout.kinds[0]
-    fields = context.fields
-    object.__setattr__(context, "fields", tuple(f for f in fields if f.text != "/copied"))
+    puts = context.puts  # (field index, spread, key, tokens): what a turn of this kind is given
+    object.__setattr__(context, "puts", tuple(p for p in puts if p[2] != "copied"))
     try:
         assert digest() != before
     finally:
-        object.__setattr__(context, "fields", fields)
+        object.__setattr__(context, "puts", puts)
     assert digest() == before
