@@ -282,6 +282,33 @@ def _fine_call(check: CheckSpec, node: Any, values: Values) -> bool:
     return all(next(iter(function.fn(v)), None) is None for v in values(node, check.pointers[0].tokens))
 
 
+def _fine_same_if_both(check: CheckSpec, node: Any, values: Values) -> bool:
+    # The common shape: both pointers below the same elements (equal up to their last variable),
+    # each one literal path further: a value of each per element, compared element by element.
+    first, second = check.pointers[0].tokens, check.pointers[1].tokens
+    last_var = max((i for i, t in enumerate(first) if isinstance(t, Var)), default=-1)
+    a, b = first[last_var + 1 :], second[last_var + 1 :]
+    if last_var < 0 or first[: last_var + 1] != second[: last_var + 1] or not a or not b:
+        return False
+    if any(isinstance(t, Var) for t in (*a, *b)):
+        return False
+    for container in values(node, first[:last_var]):
+        items = container if type(container) is list else container.values() if type(container) is dict else ()
+        for item in items:
+            x, y = _literal(item, a), _literal(item, b)
+            if x is not MISSING and y is not MISSING and not is_empty(x) and not is_empty(y) and not json_equal(x, y):
+                return False
+    return True
+
+
+def _literal(node: Any, tokens: tuple[Any, ...]) -> Any:
+    for token in tokens:
+        if type(node) is not dict:
+            return MISSING
+        node = node.get(token, MISSING)
+    return node
+
+
 Values = Callable[[Any, tuple[str | Var, ...]], list[Any]]
 _FINE: dict[str, Callable[[CheckSpec, Any, Values], bool]] = {
     "nonempty": _fine_nonempty,
@@ -291,6 +318,7 @@ _FINE: dict[str, Callable[[CheckSpec, Any, Values], bool]] = {
     "unique": _fine_unique,
     "increasing": _fine_increasing,
     "call": _fine_call,
+    "same_if_both": _fine_same_if_both,
 }
 
 
