@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from mapc.engine import catalog, envelope, functions, pointer, run, storyline
 from mapc.engine.checks import iter_check_problems
-from mapc.engine.compile import Program
 from mapc.engine.limits import Limits
 from mapc.engine.mapped import Mapped, Rebuilt
 from mapc.engine.options import DEFAULT, Options
@@ -27,6 +26,7 @@ from mapc.engine.template import Template, parse_template
 
 if TYPE_CHECKING:
     from mapc.engine import codecs, loss
+    from mapc.engine.program import Program
 
 # Codecs, loss reports and provenance are imported where they are used: a run of one spec over one file
 # (`mapc run`) needs none of them.

@@ -61,6 +61,24 @@ def lookup(name: str, catalog: Catalog | None = None) -> Function | None:
 I64_MIN, I64_MAX, U64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
 
 
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """A function's value and the parts of its first argument it did not map: residuals, by
+    pointer tokens relative to that argument (a fan-out field keeps them under its source)."""
+
+    value: Any
+    residuals: dict[tuple[str | int, ...], Any]
+
+
+@register("timestamp_checked", 1)
+def timestamp_checked(value: Any) -> Any:
+    """A timestamp (RFC 3339 text or epoch seconds) as it is; `TimestampError` for anything else."""
+    from mapc.engine.timestamp import timestamp_ns
+
+    timestamp_ns(value)
+    return value
+
+
 @register("int_ms", 1)
 def int_ms(value: Any) -> Any:
     """Milliseconds as an i64: an integer as is, a float truncated, anything else no value.
