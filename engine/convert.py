@@ -156,7 +156,7 @@ def forward_unit(
         problems = input_problems(program, doc)
         if problems:
             raise MapcError(problems)
-        mapped = run.forward(program, doc, path=path)
+        mapped = run.forward(program, doc, path=path, parsed=True)  # units are parsed JSON (read_units)
         problems = envelope.attach(carried, {c: m.story for m in mapped for c in m.carriers}, program.spec.source)
         if problems:
             raise MapcError(problems)
