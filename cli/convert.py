@@ -30,7 +30,6 @@ from mapc.cli.params import FORMAT_OR_SPEC
 from mapc.cli.report import report_options
 from mapc.engine import catalog, convert, detect, loss
 from mapc.engine.problems import MapcError
-from mapc.engine.redact import summary as redact_summary
 
 
 @click.command("convert")
@@ -161,6 +160,8 @@ def convert_command(
     for line in report.lines([assessed]):
         click.echo(line, err=True)
     if redactor is not None:
+        from mapc.engine.redact import summary as redact_summary  # with --redact only
+
         click.echo(f"{input}: {redact_summary(counts)}", err=True)
 
 

@@ -30,19 +30,23 @@ if TYPE_CHECKING:
     from mapc.engine.codecs import Codec
     from mapc.engine.compile import Program
     from mapc.engine.formats import Format
+    from mapc.engine.functions import Function
     from mapc.engine.residual import Tree
 
 
 @dataclass(frozen=True)
 class Catalog:
     """The formats the engine runs: `specs`, a package holding the shipped ``NAME.yaml`` specs;
-    `functions`, modules whose import registers the functions specs may call; `codecs`, a
-    package whose modules may each declare a ``CODEC`` (None: no codecs).  What it loads and
-    compiles it keeps (not part of its value: two catalogs naming the same packages are equal)."""
+    `functions`, modules whose import registers the functions specs may call; `codecs`, the
+    modules that each declare a ``CODEC``, or a package whose modules may (all imported to find
+    them; None: no codecs); `traces`, a package holding span-tree specs (``NAME.yaml`` of kind
+    ``document: {spans: …}``, engine/spans.py), each run as a codec (None: none).  What it loads
+    and compiles it keeps (not part of its value: two catalogs naming the same packages are equal)."""
 
     specs: str
     functions: tuple[str, ...] = ()
-    codecs: str | None = None
+    codecs: str | tuple[str, ...] | None = None
+    traces: str | None = None
     _held: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # -- functions and codecs --
@@ -54,6 +58,25 @@ class Catalog:
                 importlib.import_module(module)
             self._held["functions"] = True
 
+    def function(self, name: str) -> Function | None:
+        """The registered function called `name`: the function modules are imported in their order
+        until one has registered it (a spec pays for its own formats' helpers, not for every
+        format's), all of them for a name none registers."""
+        from mapc.engine.functions import REGISTRY
+
+        found = REGISTRY.get(name)
+        if found is not None or "functions" in self._held:
+            return found
+        loaded: int = self._held.get("functions loaded", 0)
+        while found is None and loaded < len(self.functions):
+            importlib.import_module(self.functions[loaded])
+            loaded += 1
+            found = REGISTRY.get(name)
+        self._held["functions loaded"] = loaded
+        if loaded == len(self.functions):
+            self._held["functions"] = True
+        return found
+
     def codec_table(self) -> dict[str, Codec]:
         """The codecs of this catalog by name: every ``CODEC`` its codec package's modules define
         (imported on first use), and those added with `codecs.register`."""
@@ -64,14 +87,34 @@ class Catalog:
             from mapc.engine.codecs import Codec
 
             table = {}
-            if self.codecs is not None:
+            modules: tuple[str, ...] = ()
+            if isinstance(self.codecs, str):
                 package = importlib.import_module(self.codecs)
-                for info in pkgutil.iter_modules(package.__path__):
-                    codec = getattr(importlib.import_module(f"{self.codecs}.{info.name}"), "CODEC", None)
-                    if isinstance(codec, Codec):
-                        table.setdefault(codec.name, codec)
+                modules = tuple(f"{self.codecs}.{info.name}" for info in pkgutil.iter_modules(package.__path__))
+            elif self.codecs is not None:
+                modules = self.codecs
+            for module in modules:
+                codec = getattr(importlib.import_module(module), "CODEC", None)
+                if isinstance(codec, Codec):
+                    table.setdefault(codec.name, codec)
+            if self.traces is not None:
+                from mapc.engine import resources, spans
+                from mapc.engine.spec import parse_yaml
+
+                for name in sorted(resources.names(self.traces)):
+                    if name.endswith(".yaml"):
+                        data = parse_yaml(name, resources.read_text(self.traces, name))[0]
+                        table.setdefault(str(data["name"]), spans.codec(spans.parse(data, data.get("tables") or {})))
             self._held["codecs"] = table
         return table
+
+    def trace_spec_text(self, name: str) -> str | None:
+        """The YAML text of the span-tree spec `name` (``NAME.yaml`` in the `traces` package), if any."""
+        from mapc.engine import resources
+
+        if self.traces is None or f"{name}.yaml" not in resources.names(self.traces):
+            return None
+        return resources.read_text(self.traces, f"{name}.yaml")
 
     # -- specs --
 
@@ -99,6 +142,12 @@ class Catalog:
 
             data[name] = parse_yaml(f"{name}.yaml", self.spec_text(name))[0]
         return data[name]
+
+    def spec_field(self, name: str, key: str) -> Any:
+        """The value of top-level key `key` in the data of the built-in spec `name` (None when it has
+        none), read as the spec reader reads it, without compiling the spec."""
+        data = self._spec_data(name)
+        return data.get(key) if type(data) is dict else None
 
     def program(self, name_or_path: str) -> Program:
         """The compiled spec for a built-in name (or an alias a spec declares) or a path to a YAML
@@ -215,10 +264,10 @@ class Catalog:
 
     def clear(self) -> None:
         """Forget what was compiled and loaded (the next use loads it again)."""
-        functions_loaded = "functions" in self._held
+        # Registered functions stay registered: importing their modules again would not re-run them.
+        loaded = {k: v for k, v in self._held.items() if k in ("functions", "functions loaded")}
         self._held.clear()
-        if functions_loaded:  # registered functions stay registered: importing again would not re-run them
-            self._held["functions"] = True
+        self._held.update(loaded)
 
 
 class _CountTrees(Mapping[str, "Tree"]):

@@ -12,11 +12,10 @@ import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
-from mapc.engine import catalog, codecs, envelope, functions, loss, pointer, provenance, run, storyline
+from mapc.engine import catalog, envelope, functions, pointer, run, storyline
 from mapc.engine.checks import iter_check_problems
-from mapc.engine.compile import Program
 from mapc.engine.limits import Limits
 from mapc.engine.mapped import Mapped, Rebuilt
 from mapc.engine.options import DEFAULT, Options
@@ -24,6 +23,13 @@ from mapc.engine.prepare import prepare
 from mapc.engine.problems import MapcError, Problem, in_document_order
 from mapc.engine.schema import compiled_validator
 from mapc.engine.template import Template, parse_template
+
+if TYPE_CHECKING:
+    from mapc.engine import codecs, loss
+    from mapc.engine.program import Program
+
+# Codecs, loss reports and provenance are imported where they are used: a run of one spec over one file
+# (`mapc run`) needs none of them.
 
 STORYLINE = "storyline"
 _RECORDS = parse_template("/{r}")
@@ -104,6 +110,8 @@ def read_units(data: bytes, *, jsonl: bool = False, rows: bool | str = False, op
 
 def formats() -> list[str]:
     """Every format name mapc reads and writes."""
+    from mapc.engine import codecs
+
     return [STORYLINE, *catalog.shipped_names(), *codecs.names()]
 
 
@@ -121,7 +129,11 @@ def program_for(fmt: str) -> Program:
 
 def _codec(fmt: str) -> codecs.Codec | None:
     """The codec of `fmt`; a shipped spec's name is no codec, and asking costs no import of them."""
-    return None if fmt in catalog.shipped_names() else codecs.lookup(fmt)
+    if fmt in catalog.shipped_names() or fmt in catalog.aliases():
+        return None
+    from mapc.engine import codecs
+
+    return codecs.lookup(fmt)
 
 
 def input_problems(program: Program, doc: Any) -> list[Problem]:
@@ -280,7 +292,12 @@ def from_storyline(fmt: str, stories: list[dict[str, Any]], *, carry: bool = Tru
         return codec.encode(stories)  # text (str), not a JSON value
     program = program_for(fmt)
     if carry:
-        programs = {name: catalog.program(name) for name in catalog.shipped_names()}
+        # Only the formats the Storylines say they came from can rebuild their documents: a Storyline
+        # of `fmt` itself (or of no shipped format) needs no other spec compiled.
+        origins = {_origin_name(s) for s in stories} - {None, program.spec.name}
+        programs = {name: catalog.program(name) for name in sorted(origins) if name in catalog.shipped_names()}
+        from mapc.engine import provenance
+
         stories = provenance.carry_home(stories, program.spec.name, programs, _hop_out, _hop_in, rebuild)
     docs = []
     for k, rebuilt in enumerate(rebuild(program, stories)):
@@ -298,6 +315,11 @@ def from_storyline(fmt: str, stories: list[dict[str, Any]], *, carry: bool = Tru
             raise MapcError(problems)
         docs.append(doc)
     return docs[0] if len(docs) == 1 else docs
+
+
+def _origin_name(story: dict[str, Any]) -> str | None:
+    fmt = (story.get("origin") or {}).get("format")
+    return fmt if type(fmt) is str else None
 
 
 def rebuild(program: Program, stories: list[dict[str, Any]]) -> list[Rebuilt]:
@@ -469,15 +491,29 @@ def from_storyline_reported(
     *,
     from_format: str | None = None,
     keep_envelope: bool = True,
+    parsed: bool = False,
 ) -> tuple[Any, loss.Report]:
     """`from_storyline(fmt, stories)` and its loss report (engine/loss.py).
 
     Without `keep_envelope` the output is the pure target format, and what its envelope would have
     carried is reported as dropped.  The report reads the output back as `fmt` (without its
-    envelope) to see what the target says natively; `from_format` names the input's format."""
+    envelope) to see what the target says natively; `from_format` names the input's format.
+
+    `parsed` says the Storylines are values as a JSON parser gives them (dicts, lists, str, int,
+    float, bool, None; nested no deeper than a parser reads), e.g. rebuilt from stored rows: written
+    as Storyline unchanged, such documents read back as themselves, and they were validated just now,
+    so the read-back (a dump, a parse, a validation and a deep comparison) is not redone; what it
+    would still find, the residual limits of reading, is checked on the documents themselves."""
+    from mapc.engine import loss, provenance
+
     output = from_storyline(fmt, stories)
     single = type(output) is not list
     documents = [output] if single else list(output)
+    if parsed and fmt == STORYLINE and all(map(_unchanged, stories, documents)):
+        found = _over_limits(documents, not single)
+        problems = tuple(Problem(p.code, p.pointer, f"{fmt} does not read its own output: {p.message}") for p in found)
+        origin = from_format or _origin_format(stories) or STORYLINE
+        return output, loss.Report(origin, fmt, loss.CARRIED if keep_envelope else loss.DROPPED, (), (), (), problems)
     at = _envelope_place(fmt)
     carried = loss.envelope_entries(documents, at) if at is not None else ()
     native = loss.without_envelopes(documents, at) if carried and at is not None else documents
@@ -512,9 +548,25 @@ def from_storyline_reported(
     return output, report
 
 
+def _unchanged(story: Any, written: Any) -> bool:
+    """Whether `written` (the Storyline written for `story`) holds its very values, canonical form having
+    had nothing to drop: the same object, or containers of the same type whose keys and items are so
+    (only the containers written anew are walked)."""
+    if written is story:
+        return True
+    kind = type(story)
+    if kind is not type(written):
+        return False
+    if kind is dict:
+        return story.keys() == written.keys() and all(_unchanged(v, written[k]) for k, v in story.items())
+    if kind is list:
+        return len(story) == len(written) and all(map(_unchanged, story, written))
+    return False
+
+
 def _envelope_place(fmt: str) -> str | None:
     """Where `fmt`'s envelope rides; None for a format that has none (Storyline, a codec's)."""
-    if fmt == STORYLINE or codecs.lookup(fmt) is not None:
+    if fmt == STORYLINE or _codec(fmt) is not None:
         return None
     return program_for(fmt).spec.envelope
 
@@ -544,7 +596,7 @@ def as_lines(fmt: str, output: Any) -> Any:
     """`output` of format `fmt` as what a JSON Lines file holds, one item a line: a row corpus's
     rows (its envelope, if any, in a `_storyline` key of the first row, which reading lifts back
     out); any other output as it is (a list: one document a line)."""
-    if fmt == STORYLINE or codecs.lookup(fmt) is not None or type(output) is not dict:
+    if fmt == STORYLINE or _codec(fmt) is not None or type(output) is not dict:
         return output
     key = _rows_key(program_for(fmt))
     if key is None or type(output.get(key)) is not list or set(output) - {key, envelope.KEY} or not output[key]:
@@ -564,7 +616,7 @@ def companions_pattern(fmt: str) -> str | None:
     """For an event-stream format whose streams have child streams in files beside them (a
     session's subagent transcripts), the spec's glob of those files relative to the stream's file,
     with ``{stem}`` the file's name without its suffix; None otherwise."""
-    if fmt == STORYLINE or codecs.lookup(fmt) is not None:
+    if fmt == STORYLINE or _codec(fmt) is not None:
         return None
     spec = program_for(fmt).spec
     children = spec.stream.children if spec.stream is not None else None
@@ -647,13 +699,13 @@ def into_storyline_with(
 def drift(fmt: str, data: bytes, options: Options = DEFAULT) -> list[str]:
     """What an event stream holds that its format's spec does not know (record types, keys, versions
     it was not checked against), one message per kind; [] for every other format."""
-    from mapc.engine import stream
-
-    if fmt == STORYLINE or codecs.lookup(fmt) is not None:
+    if fmt == STORYLINE or _codec(fmt) is not None:
         return []
     spec = program_for(fmt).spec.stream
     if spec is None:
         return []
+    from mapc.engine import stream
+
     records = [u.document for u in read_units(data, jsonl=True, options=options)]
     return stream.drift(spec, records).messages(spec.checked)
 

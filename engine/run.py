@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from mapc.engine import fold, pointer, rows
+from mapc.engine import pointer
 from mapc.engine.mapped import Mapped, Rebuilt
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.program import Context, Frame, Program, Rule, get_in, pointer_text, put_in
@@ -53,10 +53,14 @@ def forward(
 
     `path` is the input's relative path, the identity of a row corpus (`document.rows`)."""
     with paused_gc():
+        # Row corpora, event streams and folds have modules of their own, imported by the specs that
+        # have them: a plain spec's run does not pay for them.
         if program.spec.rows is not None:
+            from mapc.engine import rows
+
             return rows.forward(program.spec, doc, path)
         if program.spec.stream is not None:
-            from mapc.engine import stream  # event-stream specs only: other runs need not import it
+            from mapc.engine import rows, stream
 
             sdid = source_document_id or (rows.relative_path(path) if path is not None else stream.DEFAULT_ID)
             return [stream.map_document(program.spec.stream, program.spec.source, doc, sdid)]
@@ -147,6 +151,8 @@ def _forward_node(
                     ctx.residual[base + pointer.escape(k)] = v
     _keep_what_the_reverse_loses(ctx)
     if program.spec.fold:
+        from mapc.engine import fold
+
         folded = fold.fold(program.spec.fold, story)
         if folded is not story:  # `story` is shared with the Context: change it in place
             story.clear()
@@ -222,10 +228,21 @@ def _mirror_residuals(residual: dict[str, Any], mirrors: dict[str, str]) -> None
 # --- reverse -------------------------------------------------------------------------------
 
 
+def _unfolded(program: Program, story: dict[str, Any]) -> dict[str, Any]:
+    """The Storyline as the reverse rules read it: unfolded by the spec's `fold`, if it has one."""
+    if not program.spec.fold:
+        return story
+    from mapc.engine import fold
+
+    return fold.unfold(program.spec.fold, story)
+
+
 def reverse(program: Program, stories: list[dict[str, Any]]) -> list[Rebuilt]:
     """Rebuild source documents: one per tree of `/children` links, or one for all members."""
     with paused_gc():
         if program.spec.rows is not None:
+            from mapc.engine import rows
+
             return rows.reverse(program.spec, stories)
         if program.spec.stream is not None:
             from mapc.engine import stream
@@ -297,7 +314,7 @@ def _reverse_members(program: Program, stories: list[dict[str, Any]]) -> Rebuilt
     problems: list[Problem] = []
     ctx = Context({}, None, {}, top=top, count=len(stories))
     for n, story in enumerate(stories):
-        view = fold.unfold(program.spec.fold, story) if program.spec.fold else story
+        view = _unfolded(program, story)
         ctx.story, ctx.first, ctx.key = view, n == 0, MISSING
         out: dict[str, Any] = {}
         program.reverse_root(view, out, ctx, (), (), (MISSING,))
@@ -342,7 +359,7 @@ def _reverse_node(
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     mapped.append(Mapped(story, prefix))
-    view = fold.unfold(program.spec.fold, story) if program.spec.fold else story
+    view = _unfolded(program, story)
     ctx.story, ctx.parent = view, parent
     program.reverse_root(view, out, ctx, (), (), (MISSING,))
     ctx.story = story
