@@ -68,10 +68,12 @@ _SHIPPED_FUNCTIONS = (
     "mapc.mappings.openai_msg",
     "mapc.mappings.codex",
     "mapc.mappings.claude_code",
+    "mapc.mappings.otel_genai",
 )
 # The modules declaring the shipped codecs (tests/engine/test_catalog.py checks that no other module of
 # `mapc.mappings` declares one): only these are imported to list the codecs, not every format's module.
-_SHIPPED_CODECS = ("mapc.mappings.agenticmd", "mapc.mappings.otel_genai")
+_SHIPPED_CODECS = ("mapc.mappings.agenticmd",)
+# The span-tree specs (engine/spans.py), each run as a codec: `mapc.mappings.traces`.
 
 
 def _install_the_shipped_catalog() -> None:
@@ -79,7 +81,11 @@ def _install_the_shipped_catalog() -> None:
     `mapc.mappings`, given to the engine (which imports nothing of them by itself)."""
     from mapc.engine import catalog
 
-    catalog.install(catalog.Catalog(specs="mapc.mappings", functions=_SHIPPED_FUNCTIONS, codecs=_SHIPPED_CODECS))
+    catalog.install(
+        catalog.Catalog(
+            specs="mapc.mappings", functions=_SHIPPED_FUNCTIONS, codecs=_SHIPPED_CODECS, traces="mapc.mappings.traces"
+        )
+    )
 
 
 _install_the_shipped_catalog()

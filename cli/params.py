@@ -173,6 +173,11 @@ def resolve_spec(value: str, *, note: bool = True) -> str:
     known = ", ".join(catalog.shipped_names())
     if fmt == convert.STORYLINE:
         message = "storyline is the hub format itself: it has no mapping spec"
+    elif fmt is not None and catalog.installed().trace_spec_text(fmt) is not None:
+        message = (
+            f"{fmt} is a span-tree spec (mappings/traces/{fmt}.yaml, run as a codec): `mapc spec show {fmt}` "
+            "prints it; the other spec commands read mapping specs only"
+        )
     elif fmt is not None and _is_codec(fmt):
         message = f"{fmt} is a codec (a format read and written in Python), not a mapping spec: it has no YAML"
     else:

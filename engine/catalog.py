@@ -39,12 +39,14 @@ class Catalog:
     """The formats the engine runs: `specs`, a package holding the shipped ``NAME.yaml`` specs;
     `functions`, modules whose import registers the functions specs may call; `codecs`, the
     modules that each declare a ``CODEC``, or a package whose modules may (all imported to find
-    them; None: no codecs).  What it loads and compiles it keeps (not part of its value: two
-    catalogs naming the same packages are equal)."""
+    them; None: no codecs); `traces`, a package holding span-tree specs (``NAME.yaml`` of kind
+    ``document: {spans: …}``, engine/spans.py), each run as a codec (None: none).  What it loads
+    and compiles it keeps (not part of its value: two catalogs naming the same packages are equal)."""
 
     specs: str
     functions: tuple[str, ...] = ()
     codecs: str | tuple[str, ...] | None = None
+    traces: str | None = None
     _held: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # -- functions and codecs --
@@ -95,8 +97,24 @@ class Catalog:
                 codec = getattr(importlib.import_module(module), "CODEC", None)
                 if isinstance(codec, Codec):
                     table.setdefault(codec.name, codec)
+            if self.traces is not None:
+                from mapc.engine import resources, spans
+                from mapc.engine.spec import parse_yaml
+
+                for name in sorted(resources.names(self.traces)):
+                    if name.endswith(".yaml"):
+                        data = parse_yaml(name, resources.read_text(self.traces, name))[0]
+                        table.setdefault(str(data["name"]), spans.codec(spans.parse(data, data.get("tables") or {})))
             self._held["codecs"] = table
         return table
+
+    def trace_spec_text(self, name: str) -> str | None:
+        """The YAML text of the span-tree spec `name` (``NAME.yaml`` in the `traces` package), if any."""
+        from mapc.engine import resources
+
+        if self.traces is None or f"{name}.yaml" not in resources.names(self.traces):
+            return None
+        return resources.read_text(self.traces, f"{name}.yaml")
 
     # -- specs --
 

@@ -16,7 +16,12 @@ from mapc.engine.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "data" / "fixtures"
-SHIPPED = dict(specs="mapc.mappings", functions=catalog.installed().functions, codecs=catalog.installed().codecs)
+SHIPPED = dict(
+    specs="mapc.mappings",
+    functions=catalog.installed().functions,
+    codecs=catalog.installed().codecs,
+    traces=catalog.installed().traces,
+)
 
 
 def test_a_catalog_that_is_not_installed_can_be_passed_down():
@@ -42,7 +47,7 @@ def test_the_shipped_catalog_names_every_codec_and_function_module_of_the_mappin
     modules = [f"mapc.mappings.{m.name}" for m in pkgutil.iter_modules(mapc.mappings.__path__)]
     declaring = [m for m in modules if isinstance(getattr(importlib.import_module(m), "CODEC", None), codecs.Codec)]
     assert sorted(declaring) == sorted(shipped.codecs)
-    scanned = catalog.Catalog(shipped.specs, shipped.functions, "mapc.mappings")  # the package form: every module
+    scanned = catalog.Catalog(shipped.specs, shipped.functions, "mapc.mappings", shipped.traces)  # every module
     assert codecs.names(scanned) == codecs.names(shipped)
     registering = {
         fn.fn.__module__ for fn in functions.REGISTRY.values() if fn.fn.__module__.startswith("mapc.mappings")
@@ -92,7 +97,14 @@ def test_compile_spec_takes_the_catalog_whose_functions_it_resolves():
 
 
 def _fixture_files() -> list[tuple[str, Path]]:
-    return [(d.name, p) for d in sorted(FIXTURES.iterdir()) if d.is_dir() for p in sorted(d.iterdir()) if p.is_file()]
+    # A script that recorded a fixture (otel-genai/make_openai_v2.py) is no fixture.
+    return [
+        (d.name, p)
+        for d in sorted(FIXTURES.iterdir())
+        if d.is_dir()
+        for p in sorted(d.iterdir())
+        if p.is_file() and p.suffix != ".py"
+    ]
 
 
 @pytest.mark.parametrize(("name", "path"), _fixture_files(), ids=lambda x: x.name if isinstance(x, Path) else x)
