@@ -60,7 +60,7 @@ def test_path_wins_over_content(tmp_path):
 
 @pytest.mark.parametrize("fixture", sorted(FIXTURES.glob("*/*.json")), ids=lambda p: p.name)
 def test_shared_fixtures(fixture):
-    expected = {"atif": "atif", "actf": "actf", "openai-msg": "openai-msg"}.get(fixture.parent.name)
+    expected = {"atif": "atif", "actf": "actf", "openai-msg": "openai-msg", "otel-genai": "otel-genai"}.get(fixture.parent.name)
     assert detect.detect(str(fixture)) == expected
 
 
