@@ -295,7 +295,7 @@ def from_storyline(fmt: str, stories: list[dict[str, Any]], *, carry: bool = Tru
     if carry:
         # Only the formats the Storylines say they came from can rebuild their documents: a Storyline
         # of `fmt` itself (or of no shipped format) needs no other spec compiled.
-        origins = {_origin_name(s) for s in stories} - {None, program.spec.name}
+        origins = {origin for s in stories if (origin := _origin_name(s)) is not None} - {program.spec.name}
         programs = {name: catalog.program(name) for name in sorted(origins) if name in catalog.shipped_names()}
         from mapc.engine import provenance
 
