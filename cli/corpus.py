@@ -51,7 +51,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mapc.cli import sessions
 from mapc.cli.engines import Engine, LocalEngine
@@ -65,6 +65,9 @@ from mapc.engine.loss import Report
 from mapc.engine.options import DEFAULT, Options
 from mapc.engine.problems import MapcError, Problem
 
+if TYPE_CHECKING:
+    from mapc.engine.redact import Redactor
+
 JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
 CONVERTED, FAILED, SKIPPED, EXISTING = "converted", "failed", "skipped", "existing"
 MB = 1_000_000
@@ -73,10 +76,12 @@ MB = 1_000_000
 @dataclass(frozen=True, slots=True)
 class LossOptions:
     """What a job does with its loss report (engine/loss.py): `strict` refuses a conversion that
-    is not exact; without `keep_envelope` the output is the pure target format."""
+    is not exact; without `keep_envelope` the output is the pure target format; with `redactor` the
+    Storylines' message and tool text is redacted before the export, and the report counts it."""
 
     strict: bool = False
     keep_envelope: bool = True
+    redactor: Redactor | None = None  # `--redact`: its compiled patterns travel to the worker with the job
 
 
 class PlanError(Exception):
@@ -433,10 +438,13 @@ def convert_file(job: Job) -> FileResult:
                 return FileResult(job.path, SKIPPED, input_bytes=len(data), reason=reason)
             stories = _with_companions(job, fmt, data, pattern, drift)
         drift[:0] = convert.drift(fmt, data, job.options)  # as `mapc convert FILE` warns of it
+        redacted: dict[str, int] = {}
+        if job.loss.redactor is not None:
+            stories, redacted = job.loss.redactor.stories(stories)
         result, assessed = convert.from_storyline_reported(
             job.to_fmt, stories, from_format=fmt, keep_envelope=job.loss.keep_envelope
         )
-        assessed = owner_checked(assessed.at(job.path), job.to_fmt, result)
+        assessed = owner_checked(assessed.at(job.path), job.to_fmt, result).with_redacted(redacted)
         if job.loss.strict and not assessed.exact:
             refused = _failed(job, len(data), [refusal(assessed)])
             return dataclasses.replace(refused, loss=assessed)

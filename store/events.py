@@ -23,6 +23,7 @@ allocates sequence numbers.  None of that is a pointer-to-pointer rule, and even
 
 from __future__ import annotations
 
+import copy
 import fcntl
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -1189,7 +1190,7 @@ class _Clock:
 
 # What the projection writes in a wire turn's extra, and synthesis therefore reads back.
 _CALL_EXTRA: Final = frozenset(
-    {"call_id", "protocol", "seq", "message_index", "system", "tools", "params", "role", "unmapped"}
+    {"call_id", "protocol", "seq", "message_index", "system", "tools", "params", "role", "unmapped", "blocks"}
 )
 _RESPONSE_EXTRA: Final = frozenset({"status", "error", "response_unmapped"})
 
@@ -1304,7 +1305,7 @@ class _Synthesis:
                 own: Any = written if turn["src"] == "agent" else written[-1:]
             else:
                 own = written[-1] if written else {}
-            self._put_unmapped(turn, own, where)
+            self._put_back(turn, own, where)
             out += written
         if results:
             out[:0] = self.writer.results(results, "/turns")
@@ -1355,14 +1356,31 @@ class _Synthesis:
             i, turn = response
             self._response(i, turn, call_id, streamed=request.get("stream") is True)
 
-    def _put_unmapped(self, turn: dict[str, Any], unit: Any, where: str) -> list[str]:
-        """Write the turn's ``extra.unmapped`` (keys no rule read, by the pointer of where each stood
-        in the message or run of items the turn was read from) into `unit`, what was written for the
-        turn; returns the pointers written.  A place that is not there (or holds another ``type`` of
-        block: the recorded message had its blocks in another order than the writer's) is a note."""
+    def _put_back(self, turn: dict[str, Any], unit: Any, where: str) -> tuple[list[str], list[tuple[str, int]]]:
+        """Write what the projection kept of the turn's message back into `unit`, what was written
+        for the turn: first ``extra.blocks`` (blocks no rule reads, kept whole, by the pointer of
+        where each stood in the message or run of items the turn was read from: inserted there,
+        outer places first), then ``extra.unmapped`` (keys no rule read, by the same pointers).
+        Returns the pointers written and the (list, index) of each insertion.  A place that is not
+        there (or holds another ``type`` of block: the recorded message had its blocks in another
+        order than the writer's) is a note."""
         from mapc.mappings.wire.writers import put_back
 
         extra = turn.get("extra") if type(turn.get("extra")) is dict else {}
+        inserted: list[tuple[str, int]] = []
+        blocks = extra.get("blocks")
+        places = [(at, b) for at, b in blocks.items() if pointer.is_valid(at)] if type(blocks) is dict else []
+        for at, block in sorted(places, key=lambda place: _place_order(place[0])):
+            tokens = pointer.parse(at)
+            parent = wire.at(unit, pointer.format(tokens[:-1])) if tokens else wire.MISSING
+            last = tokens[-1] if tokens else ""
+            if type(parent) is list and last.isdigit() and int(last) <= len(parent):
+                parent.insert(int(last), copy.deepcopy(block))
+                inserted.append((pointer.format(tokens[:-1]), int(last)))
+            elif type(parent) is dict and not last.isdigit():  # a value that was no list of blocks: as it was
+                parent[last] = copy.deepcopy(block)
+            else:
+                self._note(f"{where}/extra/blocks/{_escape(at)}", "no such place in what this protocol writes")
         kept = extra.get("unmapped")
         out: list[str] = []
         for at, residue in kept.items() if type(kept) is dict else ():
@@ -1375,7 +1393,7 @@ class _Synthesis:
                 )
                 continue
             out += put_back(node, residue, at)
-        return out
+        return out, inserted
 
     def _check_extra(self, i: int, turn: dict[str, Any], is_response: bool) -> None:
         extra = turn.get("extra") if type(turn.get("extra")) is dict else {}
@@ -1436,7 +1454,10 @@ class _Synthesis:
             for at, value in _leaves(extra["response_unmapped"], "", body):
                 put(at, value)
         inside = spec["message"]  # the message's keys no rule read, back where they stood (recorded over made up)
-        made.difference_update(inside + p for p in self._put_unmapped(turn, wire.at(body, inside), where))
+        written, inserted = self._put_back(turn, wire.at(body, inside), where)
+        for parent, index in inserted:  # a made-up value after an inserted block moved one place on
+            made = {_shifted(p, inside + parent, index) for p in made}
+        made.difference_update(inside + p for p in written)
         http: dict[str, Any] = {"status": extra.get("status", 200), "response_body": body}
         kind = "http.response"
         if streamed and hasattr(self.writer, "stream") and "error" not in extra:  # as the request asked: SSE
@@ -1472,6 +1493,23 @@ class _Synthesis:
                         f"{where}/observation/results/{n}", f"a tool result with source_call_id and only {sorted(keys)}"
                     )
             self.results = list(results)
+
+
+def _place_order(at: str) -> tuple[int, list[int]]:
+    """Places outer first (fewer tokens), then by position: an inserted item before its blocks."""
+    tokens = pointer.parse(at)
+    return len(tokens), [int(t) if t.isdigit() else -1 for t in tokens]
+
+
+def _shifted(made: str, parent: str, index: int) -> str:
+    """`made` (a pointer) with its position in the list at `parent` one on, when it is at or after `index`."""
+    prefix = f"{parent}/"
+    if not made.startswith(prefix):
+        return made
+    head, _, rest = made[len(prefix) :].partition("/")
+    if not head.isdigit() or int(head) < index:
+        return made
+    return f"{prefix}{int(head) + 1}" + (f"/{rest}" if rest else "")
 
 
 def wire_unrepresentable(where: str, message: str) -> Exception:

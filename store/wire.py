@@ -578,7 +578,8 @@ class Message:
         return self.key() == orjson.dumps([self.src, []], option=orjson.OPT_SORT_KEYS)
 
     def key(self) -> bytes:
-        """What history matching compares: src, texts, tool-call and tool-result ids (not reasoning)."""
+        """What history matching compares: src, texts, tool-call and tool-result ids, a client's blocks
+        kept whole (not reasoning, nor the model's blocks kept whole: clients drop them)."""
         parts: list[list[Any]] = []
         for block in self.blocks:
             if block["to"] == "msg":
@@ -591,7 +592,9 @@ class Message:
             elif block["to"] in ("tool_call", "observation"):
                 name = block.get("fn" if block["to"] == "tool_call" else "name")
                 parts.append([block["to"], block.get("id", ["by-name", name])])
-            elif block["to"] == "extra":
+            elif block["to"] == "extra" and self.src != "agent":
+                # a block kept whole counts in a client's message (an image); not in the model's,
+                # which a client resends as it keeps it (a hosted tool's item or block, or not at all)
                 parts.append(["extra", block["block"]])
         return orjson.dumps([self.src, parts], option=orjson.OPT_SORT_KEYS)
 
@@ -686,8 +689,11 @@ def read_message(message: Any, table: Table, *, src: str | None = None, exclude:
             if not unmapped:
                 del block["unmapped"], block["at"]
         return Message(src, [block], role)
+    content = at(message, rules["content"])
+    inside = type(content) is list  # a block's place: its position in the content list, else the content
     blocks = [
-        _placed(b, f"{rules['content']}/{n}") for n, b in enumerate(read_blocks(at(message, rules["content"]), table))
+        _placed(b, f"{rules['content']}/{n}" if inside else rules["content"])
+        for n, b in enumerate(read_blocks(content, table))
     ]
     for field_rule in rules.get("fields", ()):
         value = at(message, field_rule["at"])
@@ -707,9 +713,10 @@ def read_message(message: Any, table: Table, *, src: str | None = None, exclude:
 
 
 def _placed(block: dict[str, Any], where: str) -> dict[str, Any]:
-    """A block with keys no rule reads remembers where it stood in its message (``at``, a pointer),
-    so that synthesis puts them back there (`unmapped` of a turn is keyed by these pointers)."""
-    if "unmapped" in block:
+    """A block with keys no rule reads, or kept whole, remembers where it stood in its message
+    (``at``, a pointer), so that synthesis puts it back there (a turn's ``unmapped`` and ``blocks``
+    are keyed by these pointers)."""
+    if "unmapped" in block or block["to"] == "extra":
         block["at"] = where
     return block
 
@@ -740,7 +747,7 @@ def read_item(item: Any, table: Table) -> Message:
     other = spec.get("other", {}).get(kind) if type(kind) is str else None
     role = other["role"] if other is not None else spec.get("unknown", "unknown")
     src = table.spec["roles"].get(role, role)
-    block = _placed(read_block(item, other["rule"]), "") if other is not None else {"to": "extra", "block": item}
+    block = _placed(read_block(item, other["rule"]) if other is not None else {"to": "extra", "block": item}, "")
     return Message(src, [block], role)
 
 
@@ -1121,7 +1128,7 @@ class Conversation:
             extra["seq"] = seq
         if repeated:
             extra["repeated_tool_calls"] = [{k: v for k, v in b.items() if k not in ("to", "at")} for b in repeated]
-        kept = [b["block"] for b in blocks if b["to"] == "extra"]
+        kept = {b.get("at", ""): b["block"] for b in blocks if b["to"] == "extra"}  # by where each stood
         if kept:
             extra["blocks"] = kept
         for b in blocks:  # a row whose `to` is no turn field names a key of the turn's extra

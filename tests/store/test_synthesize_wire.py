@@ -375,15 +375,22 @@ def _new_messages(body: dict[str, Any], protocol: str) -> list[Any]:
 @st.composite
 def recorded_events(draw: st.DrawFn, protocol: str) -> list[dict[str, Any]]:
     """Events as a recorder stores them: a conversation's calls (written once from a Storyline and
-    once more from its projection, so in the form projection reads back), with keys no table rule
-    reads added anywhere in the responses' JSON bodies and in the messages and blocks a client
-    writes (user, system and tool-result messages, tool_result blocks, function responses)."""
+    once more from its projection, so in the form projection reads back), with blocks of types no
+    rule reads inserted in the messages a client writes, and keys no rule reads added anywhere in
+    the responses' JSON bodies and in those messages and their blocks (user, system and
+    tool-result messages, tool_result blocks, function responses)."""
     story = draw(conversations(protocol))
     story["started_at"] = "2026-01-01T00:00:00.000Z"
     records = events.synthesize_wire(events.project_records(events.synthesize_wire(story, protocol)), protocol)
     for record in records:
         http = record["payload"]["http"]
         if record["kind"] == "http.request":
+            for message in _new_messages(http["request_body"], protocol):
+                blocks = message.get("parts" if protocol == "gemini-generate-content" else "content")
+                if type(blocks) is list and blocks and draw(st.integers(0, 3)) == 0:  # a block no rule reads
+                    unknown = {"inlineData": {"data": draw(texts)}} if protocol.startswith("gemini") else None
+                    unknown = unknown or {"type": "x_image", "data": draw(texts)}
+                    blocks.insert(draw(st.integers(0, len(blocks))), unknown)
             places = [d for m in _new_messages(http["request_body"], protocol) for d in _dicts(m)]
         elif type(http["response_body"]) is dict:  # an SSE text is the stream's own serialization
             # not inside a reasoning item's summary parts: their texts are joined into one `reason`
@@ -419,3 +426,25 @@ def _first_difference(a: Any, b: Any, at: str = "") -> str:
         pairs = enumerate(zip(a, b, strict=True))
         return next((_first_difference(x, y, f"{at}/{n}") for n, (x, y) in pairs if x != y), at)
     return f"{at}: {a!r} != {b!r}"
+
+
+def test_a_response_block_no_rule_reads_is_written_back_where_it_stood_and_the_history_still_matches():
+    story = recorded("anthropic-tool-use")
+    server = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "sf"}}
+    agent = story["turns"][1]
+    agent["extra"]["blocks"] = {"/content/0": server}  # before the thinking block: it moves one on
+    del agent["extra"]["unmapped"]  # so the thinking signature is made up, at its new place
+    notes: list[Any] = []
+    records = events.synthesize_wire(story, "anthropic-messages", notes=notes)
+    response = next(r for r in records if r["seq"] == 2)["payload"]
+    assert [b["type"] for b in response["http"]["response_body"]["content"]] == [
+        "server_tool_use",
+        "thinking",
+        "text",
+        "tool_use",
+    ]
+    assert "/http/response_body/content/1/signature" in response["synthesized"]
+    assert "/http/response_body/content/0/signature" not in response["synthesized"]
+    back = events.project_records(records, notes=notes)
+    assert notes == []  # the next request resends the message without it: the same history
+    assert back == story

@@ -175,7 +175,7 @@ def test_a_tool_result_for_an_unseen_call_and_unknown_blocks_are_kept():
         ]
     }
     user, _ = events.project_records(call(0, "c", request, reply("ok")))["turns"]
-    assert user["extra"]["blocks"] == [image]
+    assert user["extra"]["blocks"] == {"/content/0": image}  # kept whole, by where it stood
     assert user["observation"] == {"results": [{"source_call_id": "old", "content": "x"}]}
 
 
@@ -425,8 +425,8 @@ def test_responses_unknown_items_and_parts_are_kept_and_an_unseen_previous_respo
     body = {"id": "r2", "object": "response", "output": [search], "status": "completed"}
     notes: list[Any] = []
     user, agent = events.project_records(responses(0, "c", request, body), notes=notes)["turns"]
-    assert (user["msg"], user["extra"]["blocks"]) == ("see", [image])
-    assert agent["extra"]["blocks"] == [search]
+    assert (user["msg"], user["extra"]["blocks"]) == ("see", {"/0/content/1": image})
+    assert agent["extra"]["blocks"] == {"/0": search}
     assert [(p.code, p.pointer) for p in notes] == [
         ("events.history_unseen", 'events[session="s", call_id="c"]/payload/http/request_body/previous_response_id')
     ]
