@@ -647,17 +647,6 @@ def linked_by_parent(fmt: str) -> bool:
     return stream is not None and stream.children is not None and stream.children.by_parent
 
 
-def parent_pointers(fmt: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-    """For an event-stream format whose child streams are files of their own naming the stream that
-    spawned them (`children: {parent, id}`), the pointers (in a record) of a stream's own id and of
-    its parent's id; None otherwise."""
-    if fmt == STORYLINE or _codec(fmt) is not None:
-        return None
-    stream = program_for(fmt).spec.stream
-    c = stream.children if stream is not None else None
-    return (c.key, c.parent) if c is not None and c.parent is not None else None
-
-
 def into_storyline_with(
     fmt: str,
     data: bytes,
