@@ -6,6 +6,7 @@ re-parsing text on every access.  `~1` is decoded before `~0`, so ``/~01`` names
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -43,8 +44,11 @@ def is_valid(text: str) -> bool:
     return text == "" or (text[:1] == "/" and _BAD_ESCAPE.search(text) is None)
 
 
+@functools.lru_cache(maxsize=4096)
 def parse(text: str) -> Tokens:
-    """Parse pointer text into its unescaped tokens (``""`` → ``()``)."""
+    """Parse pointer text into its unescaped tokens (``""`` → ``()``).
+
+    Cached: a reverse parses every residual's pointer, and a corpus repeats them line after line."""
     if not is_valid(text):
         raise PointerSyntaxError(f"not an RFC 6901 JSON Pointer: {text!r}")
     if text == "":
