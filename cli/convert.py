@@ -145,7 +145,7 @@ def convert_command(
         if strict and not assessed.exact:
             report.write_report(report_file, [assessed], strict=strict)
             raise MapcError([report.refusal(assessed)])
-    files = convert.companion_files(to_fmt, result, _stem(output)) if output not in (None, "-") else None
+    files = convert.companion_files(to_fmt, result, _stem(output), stories) if output not in (None, "-") else None
     if files is not None and output is not None:  # a session and its subagents: its file, theirs beside it
         for rel, records in files[1:]:
             target = Path(output).parent / rel
