@@ -44,11 +44,22 @@ def is_valid(text: str) -> bool:
     return text == "" or (text[:1] == "/" and _BAD_ESCAPE.search(text) is None)
 
 
-@functools.lru_cache(maxsize=4096)
 def parse(text: str) -> Tokens:
     """Parse pointer text into its unescaped tokens (``""`` → ``()``).
 
-    Cached: a reverse parses every residual's pointer, and a corpus repeats them line after line."""
+    Short pointers are cached: a reverse parses every residual's pointer, and a corpus repeats them
+    line after line (a long one, which input may hold, is not kept alive by the cache)."""
+    if type(text) is str and len(text) <= 200:
+        return _parse_short(text)
+    return _parse(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_short(text: str) -> Tokens:
+    return _parse(text)
+
+
+def _parse(text: str) -> Tokens:
     if not is_valid(text):
         raise PointerSyntaxError(f"not an RFC 6901 JSON Pointer: {text!r}")
     if text == "":
