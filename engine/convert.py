@@ -240,16 +240,19 @@ def into_storyline(
     program = program_for(fmt)
     stream = program.spec.stream is not None  # an event stream is JSONL, whatever the file is called
     rows = _rows_key(program) or program.spec.rows is not None or stream
-    units = read_units(data, jsonl=jsonl or stream, rows=rows, options=options)
-    if stream and len(units) == 1 and _streams_of(units[0].document):  # several streams, as a JSON array of them
-        units = [Unit(records, prefix=f"/{k}") for k, records in enumerate(units[0].document)]
     stories: list[dict[str, Any]] = []
     problems: list[Problem] = []
-    for unit in units:  # every unit is checked, so one run reports every bad element or line
-        try:
-            stories.extend(forward_unit(program, unit, path, options))
-        except MapcError as exc:
-            problems.extend(exc.problems)
+    # The collector paused over the parse and every unit, not each unit alone: between units it would
+    # walk the parsed input and the Storylines made so far again and again (a tenth of a chat JSONL's time).
+    with run.paused_gc():
+        units = read_units(data, jsonl=jsonl or stream, rows=rows, options=options)
+        if stream and len(units) == 1 and _streams_of(units[0].document):  # several streams, as an array of them
+            units = [Unit(records, prefix=f"/{k}") for k, records in enumerate(units[0].document)]
+        for unit in units:  # every unit is checked, so one run reports every bad element or line
+            try:
+                stories.extend(forward_unit(program, unit, path, options))
+            except MapcError as exc:
+                problems.extend(exc.problems)
     if problems:
         raise MapcError(problems)
     return stories
