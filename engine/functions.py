@@ -61,6 +61,24 @@ def lookup(name: str, catalog: Catalog | None = None) -> Function | None:
 I64_MIN, I64_MAX, U64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
 
 
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """A function's value and the parts of its first argument it did not map: residuals, by
+    pointer tokens relative to that argument (a fan-out field keeps them under its source)."""
+
+    value: Any
+    residuals: dict[tuple[str | int, ...], Any]
+
+
+@register("timestamp_checked", 1)
+def timestamp_checked(value: Any) -> Any:
+    """A timestamp (RFC 3339 text or epoch seconds) as it is; `TimestampError` for anything else."""
+    from mapc.engine.timestamp import timestamp_ns
+
+    timestamp_ns(value)
+    return value
+
+
 @register("int_ms", 1)
 def int_ms(value: Any) -> Any:
     """Milliseconds as an i64: an integer as is, a float truncated, anything else no value.
@@ -125,6 +143,24 @@ def blake3_document_id(document: Any) -> str:
 
 
 # --- values of objects and text: what a spec passes `{const: V}` arguments to -------------------
+
+
+def parsed_blake3_document_id(document: Any) -> str:
+    """`blake3_document_id` of a document the JSON parser made: it cannot hold a NaN or an
+    infinity, so the walk that looks for one is skipped (canonical_bytes, `parsed`)."""
+    try:
+        return canonical.document_id(document, parsed=True)
+    except (ValueError, TypeError) as exc:
+        raise MapcError.single("json.invalid", "", f"the document is not JSON and has no document id: {exc}") from None
+
+
+# Registered functions with a faster twin for values the JSON parser made (run.forward, `parsed`).
+_FOR_PARSED: dict[Callable[..., Any], Callable[..., Any]] = {blake3_document_id: parsed_blake3_document_id}
+
+
+def for_parsed(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn`, or its twin for a value the JSON parser made (no NaN, no infinity can be in it)."""
+    return _FOR_PARSED.get(fn, fn)
 
 
 @register("object_of", 2)

@@ -143,7 +143,12 @@ def _stream_problems(spec: Spec) -> Iterator[Problem]:
 def _rows_problems(spec: Spec) -> Iterator[Problem]:
     """A row corpus maps through its two named functions: they must exist and take what is passed."""
     assert spec.rows is not None
-    for key, name, arity in (("call", spec.rows.call, 1), ("reverse_call", spec.rows.reverse_call, 3)):
+    named = (
+        ()
+        if spec.rows.fanout is not None
+        else (("call", spec.rows.call, 1), ("reverse_call", spec.rows.reverse_call, 3))
+    )
+    for key, name, arity in named:
         fn = functions.lookup(name)
         if fn is None:
             yield Problem("lint.unknown_function", f"/document/map/{key}", f"unknown function {name!r}", spec.at)

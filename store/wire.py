@@ -107,18 +107,46 @@ def _http(payload: Any) -> dict[str, Any]:
     return http if type(http) is dict else {}
 
 
+def header(payload: Any, name: str) -> str | None:
+    """A header of the record (``payload.http.headers``, else the flat ``headers``): an object (names
+    in any case) or a list of ``[name, value]`` pairs or ``{name, value}`` objects; the first value."""
+    if type(payload) is not dict:
+        return None
+    headers = _http(payload).get("headers", payload.get("headers"))
+    pairs: list[Any] = list(headers.items()) if type(headers) is dict else headers if type(headers) is list else []
+    for pair in pairs:
+        if type(pair) is dict:
+            pair = (pair.get("name"), pair.get("value"))
+        if type(pair) in (list, tuple) and len(pair) == 2 and type(pair[0]) is str and pair[0].lower() == name:
+            return pair[1] if type(pair[1]) is str else None
+    return None
+
+
 def request_path(payload: Any) -> str | None:
-    """The request path: ``payload.http.path`` (else the flat legacy ``path``, E-5), else a URL's."""
+    """The request path: ``payload.http.path`` (else the flat legacy ``path``, E-5), else a URL's,
+    else an HTTP/2 record's ``:path`` pseudo-header (a recorder that keeps the frames' header block)."""
     if type(payload) is not dict:
         return None
     http = _http(payload)
     for value in (http.get("path"), payload.get("path")):
         if type(value) is str and value:
             return urlsplit(value).path or value
-    for value in (http.get("url"), payload.get("url")):
+    for value in (http.get("url"), payload.get("url"), header(payload, ":path")):
         if type(value) is str and value:
             return urlsplit(value).path or None
     return None
+
+
+def status(payload: Any) -> Any:
+    """The response status: ``payload.http.status`` (else the flat ``status``), else an HTTP/2
+    record's ``:status`` pseudo-header as the integer it names."""
+    if type(payload) is not dict:
+        return None
+    value = _http(payload).get("status", payload.get("status"))
+    if value is None:
+        text = header(payload, ":status")
+        value = int(text) if text is not None and text.isdigit() and len(text) == 3 else None
+    return value
 
 
 def recognise(payloads: list[Any]) -> Table | None:
@@ -550,7 +578,8 @@ class Message:
         return self.key() == orjson.dumps([self.src, []], option=orjson.OPT_SORT_KEYS)
 
     def key(self) -> bytes:
-        """What history matching compares: src, texts, tool-call and tool-result ids (not reasoning)."""
+        """What history matching compares: src, texts, tool-call and tool-result ids, a client's blocks
+        kept whole (not reasoning, nor the model's blocks kept whole: clients drop them)."""
         parts: list[list[Any]] = []
         for block in self.blocks:
             if block["to"] == "msg":
@@ -563,7 +592,9 @@ class Message:
             elif block["to"] in ("tool_call", "observation"):
                 name = block.get("fn" if block["to"] == "tool_call" else "name")
                 parts.append([block["to"], block.get("id", ["by-name", name])])
-            elif block["to"] == "extra":
+            elif block["to"] == "extra" and self.src != "agent":
+                # a block kept whole counts in a client's message (an image); not in the model's,
+                # which a client resends as it keeps it (a hosted tool's item or block, or not at all)
                 parts.append(["extra", block["block"]])
         return orjson.dumps([self.src, parts], option=orjson.OPT_SORT_KEYS)
 
@@ -591,7 +622,10 @@ def read_block(block: Any, rule: dict[str, Any], kind_key: str = "type") -> dict
         if name in read:
             read[name] = fn(read[name], *args)
     if type(block) is dict and "" not in names.values():  # keys the table does not read: kept, not dropped
-        residue = _residue(block, [_tokens(where) for where in names.values()] + [(kind_key,), ("type",)])
+        paths = [_tokens(where) for where in names.values()]
+        # the key that typed the block is read, but not what a row reads below it (its other keys are kept)
+        typing = [(kind_key,)] if not any(p[:1] == (kind_key,) for p in paths) else []
+        residue = _residue(block, [*paths, *typing, ("type",)])
         if residue is not MISSING:
             read["unmapped"] = {"type": block["type"], **residue} if "type" in block else residue
     if read["to"] in ("msg", "reason") and type(read.get("text")) is not str:
@@ -647,26 +681,49 @@ def read_message(message: Any, table: Table, *, src: str | None = None, exclude:
         return Message(src, [{"to": "extra", "block": message}])
     whole = rules.get("whole", {}).get(role) if type(role) is str else None
     if whole is not None:
-        block = read_block(message, whole)
+        block = _placed(read_block(message, whole), "")
         unmapped = block.get("unmapped")
         if unmapped is not None:  # the role was read by the message rules
             for key in (rules["role"].lstrip("/"), *exclude):
                 unmapped.pop(key, None)
             if not unmapped:
-                del block["unmapped"]
+                del block["unmapped"], block["at"]
         return Message(src, [block], role)
-    blocks = read_blocks(at(message, rules["content"]), table)
+    content = at(message, rules["content"])
+    inside = type(content) is list  # a block's place: its position in the content list, else the content
+    blocks = [
+        _placed(b, f"{rules['content']}/{n}" if inside else rules["content"])
+        for n, b in enumerate(read_blocks(content, table))
+    ]
     for field_rule in rules.get("fields", ()):
         value = at(message, field_rule["at"])
         if value is MISSING or value is None:
             continue
-        for item in value if field_rule.get("each") and type(value) is list else [value]:
-            blocks.append(read_block(item, field_rule["rule"]))
+        if field_rule.get("each") and type(value) is list:
+            blocks += [
+                _placed(read_block(item, field_rule["rule"]), f"{field_rule['at']}/{n}") for n, item in enumerate(value)
+            ]
+        else:
+            blocks.append(_placed(read_block(value, field_rule["rule"]), field_rule["at"]))
     read = {_top(rules["role"]), _top(rules["content"]), *(_top(f["at"]) for f in rules.get("fields", ())), *exclude}
     residue = {k: v for k, v in message.items() if k not in read}
     if residue:  # message keys the table does not read: kept, not dropped
-        blocks.append({"to": "unmapped", "unmapped": residue})
+        blocks.append({"to": "unmapped", "unmapped": residue, "at": ""})
     return Message(src, blocks, role if type(role) is str else None)
+
+
+def _placed(block: dict[str, Any], where: str) -> dict[str, Any]:
+    """A block with keys no rule reads, or kept whole, remembers where it stood in its message
+    (``at``, a pointer), so that synthesis puts it back there (a turn's ``unmapped`` and ``blocks``
+    are keyed by these pointers)."""
+    if "unmapped" in block or block["to"] == "extra":
+        block["at"] = where
+    return block
+
+
+def _below(block: dict[str, Any], n: int) -> dict[str, Any]:
+    """A block of the `n`-th item of a run of items: its place is below that item's."""
+    return {**block, "at": f"/{n}{block['at']}"} if "at" in block else block
 
 
 def _top(where: str) -> str:
@@ -690,7 +747,7 @@ def read_item(item: Any, table: Table) -> Message:
     other = spec.get("other", {}).get(kind) if type(kind) is str else None
     role = other["role"] if other is not None else spec.get("unknown", "unknown")
     src = table.spec["roles"].get(role, role)
-    block = read_block(item, other["rule"]) if other is not None else {"to": "extra", "block": item}
+    block = _placed(read_block(item, other["rule"]) if other is not None else {"to": "extra", "block": item}, "")
     return Message(src, [block], role)
 
 
@@ -743,10 +800,10 @@ def merge_items(units: list[Message], items: list[Any], table: Table) -> list[tu
         kind = at(item, spec["type"])
         is_message = kind is MISSING or (type(kind) is str and kind in spec.get("messages", ()))
         if out and unit.src == spec.get("merge") and out[-1][1].src == unit.src and not (is_message and spoke):
-            out[-1][1].blocks.extend(unit.blocks)
+            out[-1][1].blocks.extend(_below(b, n - out[-1][0]) for b in unit.blocks)
             spoke = spoke or is_message
             continue
-        out.append((n, Message(unit.src, list(unit.blocks), unit.role)))
+        out.append((n, Message(unit.src, [_below(b, 0) for b in unit.blocks], unit.role)))
         spoke = is_message
     return out
 
@@ -759,8 +816,9 @@ def read_response(body: Any, table: Table) -> Message:
     """
     where = table.spec["response"]["message"]
     value = at(body, where)
-    if table.spec.get("items") is not None:
-        blocks = [b for m in read_conversation(value if type(value) is list else [], table) for b in m.blocks]
+    if table.spec.get("items") is not None:  # every output item, each block placed below its item
+        units = read_conversation(value if type(value) is list else [], table, merge=False)
+        blocks = [_below(b, n) for n, m in enumerate(units) for b in m.blocks]
         if value is not MISSING and type(value) is not list:
             blocks.append({"to": "extra", "block": value})
         return Message("agent", blocks, "assistant")
@@ -960,6 +1018,8 @@ class Conversation:
             entry = {"source_call_id": result["id"], "content": result.get("content")}
             if result.get("error") is not None:
                 entry["is_error"] = result["error"]
+            if "unmapped" in result:  # keys of the result no rule reads: kept on it, written back with it
+                entry["unmapped"] = result["unmapped"]
             turn.setdefault("observation", {"results": []})["results"].append(entry)
         if not rest and not orphans:
             return
@@ -974,6 +1034,7 @@ class Conversation:
                         "source_call_id": r["id"],
                         **({"name": r["name"]} if "name" in r else {}),
                         "content": r.get("content"),
+                        **({"unmapped": r["unmapped"]} if "unmapped" in r else {}),
                     }
                     for r in orphans
                 ]
@@ -1066,14 +1127,14 @@ class Conversation:
         if seq is not None:
             extra["seq"] = seq
         if repeated:
-            extra["repeated_tool_calls"] = [{k: v for k, v in b.items() if k != "to"} for b in repeated]
-        kept = [b["block"] for b in blocks if b["to"] == "extra"]
+            extra["repeated_tool_calls"] = [{k: v for k, v in b.items() if k not in ("to", "at")} for b in repeated]
+        kept = {b.get("at", ""): b["block"] for b in blocks if b["to"] == "extra"}  # by where each stood
         if kept:
             extra["blocks"] = kept
         for b in blocks:  # a row whose `to` is no turn field names a key of the turn's extra
             if b["to"] not in ("msg", "reason", "tool_call", "observation", "extra") and "value" in b:
                 extra.setdefault(b["to"], b["value"])
-        unmapped = [b["unmapped"] for b in blocks if "unmapped" in b]
+        unmapped = {b["at"]: b["unmapped"] for b in blocks if "unmapped" in b}  # by where each stood
         if unmapped:
             extra["unmapped"] = unmapped
         turn["extra"] = extra
@@ -1135,6 +1196,11 @@ def _q(value: Any) -> str:
 
 
 # --- writing (synthesis) ------------------------------------------------------------------------------
+
+
+def table_text(protocol: str) -> str:
+    """The YAML text of a shipped protocol's table (`mapc spec lint`)."""
+    return importlib.resources.files("mapc.mappings.wire").joinpath(f"{protocol}.yaml").read_text(encoding="utf-8")
 
 
 def table_named(protocol: str) -> Table | None:

@@ -25,6 +25,7 @@ run is the projector's: a role renamed by a table, JSON text read, summary texts
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any, Final
 
 from mapc.engine import functions, pointer
@@ -62,7 +63,7 @@ class _Reader:
         self.problems: list[Problem] = []
 
     def fail(self, where: str, message: str) -> None:
-        self.problems.append(Problem("spec.invalid", where, f"{self.name}: {message}"))
+        self.problems.append(Problem("spec.invalid", where, message))
 
     def rules(self, value: Any, where: str) -> list[tuple[str, dict[str, Any]]]:
         """The rules of a list, each checked for its keys and one op; with their pointers."""
@@ -311,10 +312,18 @@ _TOP: Final = frozenset(
 def read(data: Any, name: str) -> dict[str, Any]:
     """The projector's form of the wire table `data` (the YAML of ``mappings/wire/NAME.yaml``).
 
-    Raises `MapcError` (``spec.invalid`` at the table's pointers) for a table it cannot read."""
+    Raises `MapcError` (``spec.invalid`` at the table's pointers, each message naming the table)
+    for a table it cannot read."""
+    spec, problems = _read(data, name)
+    if problems:
+        raise MapcError(replace(p, message=f"{name}: {p.message}") for p in problems)
+    return spec
+
+
+def _read(data: Any, name: str) -> tuple[dict[str, Any], list[Problem]]:
     reader = _Reader(name)
     if not isinstance(data, dict) or not isinstance(data.get("protocol"), str):
-        raise MapcError.single("spec.invalid", "", f"{name}: a wire table is a mapping with a `protocol` name")
+        return {}, [Problem("spec.invalid", "", "a wire table is a mapping with a `protocol` name")]
     for key in sorted(set(data) - _TOP):
         reader.fail(f"/{key}", f"unknown key {key!r} (known: {', '.join(sorted(_TOP))})")
     spec: dict[str, Any] = {"protocol": data["protocol"]}
@@ -330,6 +339,26 @@ def read(data: Any, name: str) -> dict[str, Any]:
         spec["string_message"] = data["string_message"]
     _message_kinds(reader, data, spec)
     _blocks(reader, data, spec)
-    if reader.problems:
-        raise MapcError(reader.problems)
-    return spec
+    return spec, reader.problems
+
+
+def lint(text: str, name: str) -> list[Problem]:
+    """The problems of a wire table's YAML text (none: `read` accepts it), for ``mapc spec lint``."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        return [Problem("spec.yaml", "", f"{name}: not YAML: {exc}")]
+    return _read(data, name)[1]
+
+
+def is_table(text: str) -> bool:
+    """Whether a YAML text is a wire table (a mapping with a ``protocol`` name), not a format spec."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return False
+    return isinstance(data, dict) and isinstance(data.get("protocol"), str) and "name" not in data

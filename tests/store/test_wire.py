@@ -65,7 +65,7 @@ def test_the_four_event_case_projects_to_user_agent_with_tool_call_and_result_ag
         "results": [{"source_call_id": "toolu_01A09q90qw90lq917835lq9", "content": "15 degrees, mostly sunny"}]
     }
     assert tool_turn["reason"].startswith("The user wants the weather")
-    assert tool_turn["extra"]["unmapped"][0]["signature"].startswith("EqQB")  # kept, not dropped
+    assert tool_turn["extra"]["unmapped"]["/content/0"]["signature"].startswith("EqQB")  # kept, not dropped
     assert answer["msg"] == "It's currently 15 degrees and mostly sunny in San Francisco."  # the SSE stream
     assert answer["metrics"] == {
         "input_tokens": 580,
@@ -163,7 +163,7 @@ def test_a_streamed_tool_use_assembles_its_input_json_deltas_in_order():
     _, turn = events.project_records(records)["turns"]
     assert turn["tool_calls"] == [{"tcid": "t1", "fn": "f", "args": {"a": [1, 2], "b": "c"}}]
     assert (turn["reason"], turn["msg"], turn["extra"]["stop_reason"]) == ("hm", "", "tool_use")
-    assert turn["extra"]["unmapped"] == [{"type": "thinking", "signature": "sig"}]
+    assert turn["extra"]["unmapped"] == {"/content/0": {"type": "thinking", "signature": "sig"}}
     assert turn["metrics"] == {"input_tokens": 3, "output_tokens": 9}
 
 
@@ -175,7 +175,7 @@ def test_a_tool_result_for_an_unseen_call_and_unknown_blocks_are_kept():
         ]
     }
     user, _ = events.project_records(call(0, "c", request, reply("ok")))["turns"]
-    assert user["extra"]["blocks"] == [image]
+    assert user["extra"]["blocks"] == {"/content/0": image}  # kept whole, by where it stood
     assert user["observation"] == {"results": [{"source_call_id": "old", "content": "x"}]}
 
 
@@ -325,7 +325,7 @@ def test_responses_parallel_function_calls_and_a_streamed_answer_project_to_the_
     assert tools["tool_calls"][1]["args"] == {"location": "Boston, MA"}
     assert [r["content"] for r in tools["observation"]["results"]] == ["18 C, clear", "9 C, rain"]
     assert tools["reason"].startswith("**Checking two cities**")
-    assert tools["extra"]["unmapped"][0]["encrypted_content"].startswith("gAAAA")  # kept, not dropped
+    assert tools["extra"]["unmapped"]["/0"]["encrypted_content"].startswith("gAAAA")  # kept, not dropped
     assert tools["metrics"]["reasoning_tokens"] == 64
     assert answer["msg"] == "Paris: 18 C and clear. Boston: 9 C with rain."  # assembled from the SSE events
     assert (answer["metrics"]["cache_read_tokens"], answer["ttft_ms"], answer["latency_ms"]) == (128, 380, 1500)
@@ -425,8 +425,8 @@ def test_responses_unknown_items_and_parts_are_kept_and_an_unseen_previous_respo
     body = {"id": "r2", "object": "response", "output": [search], "status": "completed"}
     notes: list[Any] = []
     user, agent = events.project_records(responses(0, "c", request, body), notes=notes)["turns"]
-    assert (user["msg"], user["extra"]["blocks"]) == ("see", [image])
-    assert agent["extra"]["blocks"] == [search]
+    assert (user["msg"], user["extra"]["blocks"]) == ("see", {"/0/content/1": image})
+    assert agent["extra"]["blocks"] == {"/0": search}
     assert [(p.code, p.pointer) for p in notes] == [
         ("events.history_unseen", 'events[session="s", call_id="c"]/payload/http/request_body/previous_response_id')
     ]
@@ -524,7 +524,7 @@ def test_gemini_id_less_parallel_calls_a_streamed_answer_and_a_blocked_prompt_pr
         ("get_weather#1", "18 C"),
         ("get_weather#2", "9 C"),
     ]
-    assert tools["extra"]["unmapped"] == [{"thoughtSignature": "CiQB0e2Kb7c1dXl"}]  # kept, not dropped
+    assert tools["extra"]["unmapped"] == {"/parts/1": {"thoughtSignature": "CiQB0e2Kb7c1dXk="}}  # kept, not dropped
     assert answer["msg"] == "Paris: 18 C and clear. Boston: 9 C with rain."  # three chunks, one text
     assert (answer["metrics"]["cache_read_tokens"], answer["model"]) == (64, "gemini-2.5-flash")
     assert (question["src"], blocked["msg"], blocked["extra"]["block_reason"]) == ("user", "", "SAFETY")
@@ -709,7 +709,7 @@ def test_stream_events_no_assembly_reads_are_kept_not_dropped():
     records = call(0, "c", {"messages": [{"role": "user", "content": "q"}]}, anthropic, body_encoding="sse")
     _, turn = events.project_records(records)["turns"]
     assert turn["msg"] == "hi"
-    kept = next(u for u in turn["extra"]["unmapped"] if "stream_unmapped" in u)["stream_unmapped"]
+    kept = next(u for u in turn["extra"]["unmapped"].values() if "stream_unmapped" in u)["stream_unmapped"]
     assert [e.get("delta", e)["type"] for e in kept] == ["citations_delta", "future_event"]
 
     logprobs = {"content": [{"token": "yo", "logprob": -0.1}]}
@@ -819,3 +819,43 @@ def test_tool_arguments_text_that_repeats_a_key_stays_the_text_it_is():
     body = sse(start, opened, {"type": "content_block_delta", "index": 0, "delta": delta})
     _, turn = events.project_records(call(0, "c", request, body, body_encoding="sse"))["turns"]
     assert turn["tool_calls"] == [{"tcid": "t", "fn": "f", "args": '{"a": 1, "a": 2}'}]  # both values, as text
+
+
+# --- HTTP/2 records -----------------------------------------------------------------------------------------
+
+
+def test_http2_records_with_pseudo_headers_project_as_their_http1_twins():
+    """A recorder of HTTP/2 keeps the header block as it came: ``:method``, ``:path``, ``:status``
+    pseudo-headers (as pairs, in order), and no separate path or status field."""
+    records = four()
+    h2 = copy.deepcopy(records)
+    for record in h2:
+        http = record["payload"]["http"]
+        record["payload"]["connection"] = {"http_version": "HTTP/2.0", "persistent": True}
+        if record["kind"] == "http.request":
+            path = http.pop("path", None) or http.pop("url")
+            http.pop("url", None)
+            http["headers"] = [[":method", "POST"], [":scheme", "https"], [":authority", "api.anthropic.com"]]
+            http["headers"] += [[":path", path], ["content-type", "application/json"]]
+        else:
+            http["headers"] = [{"name": ":status", "value": str(http.pop("status"))}, {"name": "server", "value": "x"}]
+    assert "path" not in h2[0]["payload"]["http"] and "status" not in h2[1]["payload"]["http"]
+    assert events.project_records(h2) == events.project_records(records)
+    assert wire.header({"http": {"headers": {"Content-Type": "a"}}}, "content-type") == "a"
+    assert wire.status({"http": {"headers": [[":status", "2000"]]}}) is None  # not a status code
+
+
+def test_spec_lint_checks_a_wire_table_shipped_or_copied(tmp_path, runner):
+    from mapc.cli.main import cli
+
+    for protocol in ("anthropic-messages", "openai-chat-completions", "openai-responses", "gemini-generate-content"):
+        result = runner.invoke(cli, ["spec", "lint", protocol])
+        assert result.exit_code == 0 and "no problems" in result.output, result.output
+    copied = tmp_path / "my-wire.yaml"
+    text = wire.table_text("openai-responses").replace("call: joined_texts", "call: no_such_function")
+    copied.write_text(text)
+    result = runner.invoke(cli, ["spec", "lint", str(copied)])
+    assert result.exit_code == 1
+    assert f"{copied}: /message/3/rules/1/call: unknown function 'no_such_function'" in result.output
+    result = runner.invoke(cli, ["spec", "lint", "atif"])  # a format spec is still linted as one
+    assert result.exit_code == 0 and "atif.yaml: no problems" in result.output
