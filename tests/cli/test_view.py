@@ -112,7 +112,7 @@ def test_a_directory_lists_every_file_and_its_failures(tmp_path, runner):
     names = [e["name"] for e in entries]
     assert "atif/support-ticket.json" in names and "agenticmd/legacy-demo-run-001.md" in names
     failed = {e["name"] for e in entries if e["error"]}
-    assert failed == {"README.md", "codex/README.md", "agenticmd/legacy-demo-run-001.md"}
+    assert failed == {"README.md", "codex/README.md", "otel-genai/README.md", "agenticmd/legacy-demo-run-001.md"}
     ok = [e for e in entries if not e["error"]]
     assert all(e["summary"]["lines"] and e["stories"] for e in ok)
 
