@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
-from mapc.engine import catalog, codecs, envelope, functions, loss, pointer, provenance, run, storyline
+from mapc.engine import catalog, codecs, envelope, functions, known, loss, pointer, provenance, run, storyline
 from mapc.engine.checks import iter_check_problems
 from mapc.engine.compile import Program
 from mapc.engine.limits import Limits
@@ -149,8 +149,12 @@ def forward_unit(
         problems = envelope.attach(carried, {c: m.story for m in mapped for c in m.carriers}, program.spec.source)
         if problems:
             raise MapcError(problems)
+        # What the format defines but no Storyline field says is provenance, not unknown (engine/known.py).
+        split = [known.split(m.story, program) for m in mapped]
+        moved = any(s is not m.story for s, m in zip(split, mapped, strict=True))
+        mapped = [m if s is m.story else Mapped(s, m.carrier, m.also) for m, s in zip(mapped, split, strict=True)]
         stories = [m.story for m in mapped]
-        if carried or program.spec.rows is not None or program.spec.stream is not None:
+        if carried or moved or program.spec.rows is not None or program.spec.stream is not None:
             for story in stories:
                 _recount(story)
         problems = [_output_problem(m.carrier, p) for m in mapped for p in storyline.check(m.story)]
@@ -309,9 +313,14 @@ def from_storyline(
 def rebuild(program: Program, stories: list[dict[str, Any]]) -> list[Rebuilt]:
     """The documents of `program`'s format for `stories`: the reverse rules, then the spec's
     `document.finish` function (which may move values into the format's extension slots)."""
-    bare, absent = _absent_notes(program, stories)
+    whole = [known.merged(s, program) for s in stories]  # origin.kept back among the residuals
+    bare, notes = _absent_notes(program, whole)
     rebuilt = run.reverse(program, bare)
-    if absent:  # the Mapped name the caller's Storylines, not the copies without the notes
+    # What the reverse and `finish` see (`bare`, `whole`), by the caller's Storyline.
+    seen = {id(s): w for s, w in zip(stories, whole, strict=True)}
+    absent = {id(s): notes[id(w)] for s, w in zip(stories, whole, strict=True) if id(w) in notes}
+    if notes or any(w is not s for w, s in zip(whole, stories, strict=True)):
+        # the Mapped name the caller's Storylines, not the copies without the notes
         originals = {id(b): s for b, s in zip(bare, stories, strict=True)}
         rebuilt = [
             Rebuilt(r.document, tuple(Mapped(originals[id(m.story)], m.carrier, m.also) for m in r.stories))
@@ -323,11 +332,13 @@ def rebuild(program: Program, stories: list[dict[str, Any]]) -> list[Rebuilt]:
             raise MapcError.single(
                 "spec.unknown_function", "", f"document.finish names no function {program.spec.finish!r}"
             )
-        rebuilt = [Rebuilt(fn.fn(r.document, [m.story for m in r.stories]), r.stories) for r in rebuilt]
+        rebuilt = [
+            Rebuilt(fn.fn(r.document, [seen.get(id(m.story), m.story) for m in r.stories]), r.stories) for r in rebuilt
+        ]
     if absent:
         out = []
         for r in rebuilt:
-            doc, own = r.document, set()
+            doc, own = r.document, set[int]()
             for m in r.stories:
                 for ptr in absent.get(id(m.story), ()):
                     doc = _remove(doc, ptr, own)
