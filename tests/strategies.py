@@ -161,7 +161,7 @@ def origins(draw: st.DrawFn) -> dict[str, Any]:
         "schema_version": _nullable(non_empty_text()),
         "document_id": _nullable(non_empty_text()),
         "kept": st.fixed_dictionaries(
-            {"source_document_id": short_text(), "fields": st.dictionaries(pointers(), json_values(2), max_size=2)}
+            {"source_document_id": short_text(), "fields": st.dictionaries(pointers(), json_values(1), max_size=1)}
         ),
     }
     return _draw_fields(draw, {"format": draw(non_empty_text())}, optional, 2)
