@@ -60,13 +60,31 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time each is imp
     from mapc.engine.problems import MapcError, Problem
 
 
+# The modules registering the shipped specs' functions, in the order a lookup imports them until one
+# has the name it asks for (engine/catalog.py `Catalog.function`): the general ones and ATIF's first.
+_SHIPPED_FUNCTIONS = (
+    "mapc.mappings.functions",
+    "mapc.mappings.openai_chat",
+    "mapc.mappings.openai_msg",
+    "mapc.mappings.codex",
+    "mapc.mappings.claude_code",
+    "mapc.mappings.otel_genai",
+)
+# The modules declaring the shipped codecs (tests/engine/test_catalog.py checks that no other module of
+# `mapc.mappings` declares one): only these are imported to list the codecs, not every format's module.
+_SHIPPED_CODECS = ("mapc.mappings.agenticmd",)
+# The span-tree specs (engine/spans.py), each run as a codec: `mapc.mappings.traces`.
+
+
 def _install_the_shipped_catalog() -> None:
     """The one place that names the shipped formats: specs, functions and codecs of
     `mapc.mappings`, given to the engine (which imports nothing of them by itself)."""
     from mapc.engine import catalog
 
     catalog.install(
-        catalog.Catalog(specs="mapc.mappings", functions=("mapc.mappings.functions",), codecs="mapc.mappings")
+        catalog.Catalog(
+            specs="mapc.mappings", functions=_SHIPPED_FUNCTIONS, codecs=_SHIPPED_CODECS, traces="mapc.mappings.traces"
+        )
     )
 
 

@@ -14,20 +14,19 @@ for every engine (store/ingest.py, cli/corpus.py), so the results are too.
 
 from __future__ import annotations
 
-import logging
-import multiprocessing
 import os
-import signal
-import socket
-import threading
 import time
-import warnings
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import click
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+# multiprocessing, concurrent.futures, socket, logging, signal and threading are imported where they are
+# used: `mapc convert FILE` and `mapc validate` load this module for its options and never start a pool.
 
 ENGINES = ("local", "ray")
 CONNECT_TIMEOUT = 10.0
@@ -61,6 +60,9 @@ class LocalEngine:
                     result = exc
                 yield index, result
             return
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
         # spawn: workers start clean (never a copy of a threaded parent), on every platform, as direct
         # children, so their CPU time is the command's (RUSAGE_CHILDREN) once the pool is shut down
         context = multiprocessing.get_context("spawn")
@@ -82,6 +84,9 @@ def _start_worker() -> None:
     and the command stops the pool (each worker ends the batch it is on; no traceback of its own).  And it
     ends when the command is gone: a command killed outright (SIGKILL) cannot stop its pool, and each
     worker holds the pool's queue open itself, so it would wait for work forever."""
+    import signal
+    import threading
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
 
@@ -129,6 +134,8 @@ def _ray_reason(exc: BaseException) -> str:
 def _reachable(address: str) -> None:
     """A usage error, at once, when ``HOST:PORT`` (or ``ray://HOST:PORT``) does not accept a connection:
     Ray itself would retry for minutes.  ``auto`` and other forms are left to Ray."""
+    import socket
+
     host, _, port = address.removeprefix("ray://").rpartition(":")
     if not host or not port.isdigit():
         return
@@ -162,6 +169,9 @@ def open_engine(name: str, address: str | None = None, workers: int | None = Non
         # a Ray for this job only: on the loopback address, never on the machine's network interfaces
         # (read by Ray when it is imported, and inherited by its processes)
         os.environ.setdefault(LOOPBACK_ONLY, "0")
+    import logging
+    import warnings
+
     ray = _import_ray()
     # Ray's driver starts its helpers with fork + exec, which never runs lance in the child
     warnings.filterwarnings("ignore", message="lance is not fork-safe", category=UserWarning)

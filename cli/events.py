@@ -88,7 +88,7 @@ def project_command(events_path: str, fmt: str, output: str | None, session: str
     with fail_on(events_path):
         try:
             records = events.read_records(Path(events_path), skipped=skipped)
-            stories = events.project(records, session=session, skipped=skipped, notes=notes)
+            stories = events.project(records, session=session, skipped=skipped, notes=notes, options=options())
             result = convert.from_storyline(fmt, stories)
         finally:
             report(events_path, skipped)

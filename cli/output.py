@@ -7,7 +7,7 @@ import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import orjson
@@ -15,24 +15,28 @@ import orjson
 from mapc.cli.boundary import file_context
 from mapc.cli.render import warning_line
 from mapc.engine import catalog
-from mapc.engine.compile import Program
+
+if TYPE_CHECKING:
+    from mapc.engine.compile import Program
 
 
 def dump_json(value: Any) -> bytes:
     """Pretty JSON (2-space indent) with a trailing newline."""
-    return _pretty(value) + b"\n"
+    return _pretty(value, newline=True)
 
 
-def _pretty(value: Any) -> bytes:
+def _pretty(value: Any, *, newline: bool = False) -> bytes:
+    # The newline is orjson's option, not `+ b"\n"`: an export's output is hundreds of MB, copied once more.
     try:
-        return orjson.dumps(value, option=orjson.OPT_INDENT_2)
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2 | (orjson.OPT_APPEND_NEWLINE if newline else 0))
     except orjson.JSONEncodeError:
         # orjson writes 254 levels of nesting but reads 1,024: what mapc read, it writes, with the
         # standard library (the same layout) and room for the depth JSON parsing allows.
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(limit, 5_000))
         try:
-            return json.dumps(value, indent=2, ensure_ascii=False).encode("utf-8", "surrogatepass")
+            text = json.dumps(value, indent=2, ensure_ascii=False) + ("\n" if newline else "")
+            return text.encode("utf-8", "surrogatepass")
         finally:
             sys.setrecursionlimit(limit)
 

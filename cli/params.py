@@ -104,9 +104,12 @@ def canonical_format(value: str) -> str | None:
     from mapc.engine import catalog, convert
 
     folded = value.strip().lower()
-    if folded in catalog.shipped_names() or folded in convert.formats():  # a spec's name imports no codec
+    if folded in catalog.shipped_names() or folded == convert.STORYLINE:  # a spec's name imports no codec
         return folded
-    return catalog.aliases().get(folded)
+    alias = catalog.aliases().get(folded)
+    if alias is not None:
+        return alias
+    return folded if folded in convert.formats() else None  # a codec's name: the codecs are imported
 
 
 class FormatName(click.ParamType):
@@ -151,7 +154,7 @@ def resolve_spec(value: str, *, note: bool = True) -> str:
     name (any case, or an alias).  A name ending in ``.yaml`` that is no file here, but is a built-in's
     file name (``atif.yaml``), is that built-in, said on stderr when `note`.  Anything else, or a format
     that has no spec (Storyline, a codec), is a usage error naming what there is."""
-    from mapc.engine import catalog, codecs, convert
+    from mapc.engine import catalog, convert
 
     if Path(value).is_file():
         return value
@@ -170,8 +173,19 @@ def resolve_spec(value: str, *, note: bool = True) -> str:
     known = ", ".join(catalog.shipped_names())
     if fmt == convert.STORYLINE:
         message = "storyline is the hub format itself: it has no mapping spec"
-    elif fmt is not None and codecs.lookup(fmt) is not None:
+    elif fmt is not None and catalog.installed().trace_spec_text(fmt) is not None:
+        message = (
+            f"{fmt} is a span-tree spec (mappings/traces/{fmt}.yaml, run as a codec): `mapc spec show {fmt}` "
+            "prints it; the other spec commands read mapping specs only"
+        )
+    elif fmt is not None and _is_codec(fmt):
         message = f"{fmt} is a codec (a format read and written in Python), not a mapping spec: it has no YAML"
     else:
         message = f"no spec {value!r}: not a file, nor a built-in"
     raise click.BadParameter(f"{message} (built-in specs: {known})", param_hint="SPEC")
+
+
+def _is_codec(fmt: str) -> bool:
+    from mapc.engine import codecs
+
+    return codecs.lookup(fmt) is not None

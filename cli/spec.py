@@ -60,17 +60,24 @@ def lint_command(spec: str, as_json: bool) -> None:
     """Check SPEC: its shape, then unknown functions and variables, bad or unknown pointers,
     rows that collide, never fire or cannot be reversed, and Storyline keys no row writes.
 
-    Exit status 1 when there is any problem.
+    SPEC may also be a wire table (a protocol of `mapc events project`, or such a YAML file): its
+    rules are checked against what the projector can do.  Exit status 1 when there is any problem.
 
     \b
     Examples:
       mapc spec lint atif
+      mapc spec lint openai-responses
       mapc spec lint mappings/atif.yaml --json
     """
     from mapc.engine.lint import lint_path
+    from mapc.store import wire, wire_table
 
-    name, text = _spec_text(spec)
-    problems = lint_path(name, text)
+    protocol = wire.table_named(spec) if not Path(spec).is_file() and canonical_format(spec) is None else None
+    if protocol is not None:  # a wire protocol's table (mappings/wire/, `mapc events project`)
+        name, text = f"mappings/wire/{protocol.protocol}.yaml", wire.table_text(protocol.protocol)
+    else:
+        name, text = _spec_text(spec)
+    problems = wire_table.lint(text, name) if wire_table.is_table(text) else lint_path(name, text)
     if as_json:
         click.echo(orjson.dumps([p.as_dict() for p in problems], option=orjson.OPT_INDENT_2).decode())
     else:
@@ -91,7 +98,9 @@ def show_command(spec: str) -> None:
       mapc spec show atif
       mapc spec show openai-messages
     """
-    _, text = _spec_text(spec)
+    fmt = canonical_format(spec) if not Path(spec).is_file() else None
+    traced = catalog.installed().trace_spec_text(fmt) if fmt is not None else None
+    _, text = ("", traced) if traced is not None else _spec_text(spec)
     click.echo(text, nl=not text.endswith("\n"))
 
 

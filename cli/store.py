@@ -335,12 +335,15 @@ def export_command(
             if redactor is not None:
                 stories, counts = redactor.stories(stories)
             failed: list[Problem] = []
+            # Rebuilt from rows, the Storylines are parsed JSON values: written as Storyline they read back
+            # as themselves (engine/convert.py), so the loss report need not read them back.
+            settings = {"keep_envelope": not no_envelope, "parsed": redactor is None}
             try:  # from_storyline validates the Storylines: once, not twice
-                result, assessed = convert.from_storyline_reported(fmt, stories, keep_envelope=not no_envelope)
+                result, assessed = convert.from_storyline_reported(fmt, stories, **settings)
             except MapcError:
                 rows.validated(stories)  # an invalid rebuilt document: named by its document_id
                 stories, failed = _convertible(fmt, stories)  # issue 15 §5: the rest is still written
-                result, assessed = convert.from_storyline_reported(fmt, stories, keep_envelope=not no_envelope)
+                result, assessed = convert.from_storyline_reported(fmt, stories, **settings)
             assessed = loss_report.owner_checked(assessed.at(dataset_dir), fmt, result)
             if strict and not assessed.exact:
                 loss_report.write_report(report_file, [assessed], strict=strict)

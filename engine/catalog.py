@@ -30,19 +30,23 @@ if TYPE_CHECKING:
     from mapc.engine.codecs import Codec
     from mapc.engine.compile import Program
     from mapc.engine.formats import Format
+    from mapc.engine.functions import Function
     from mapc.engine.residual import Tree
 
 
 @dataclass(frozen=True)
 class Catalog:
     """The formats the engine runs: `specs`, a package holding the shipped ``NAME.yaml`` specs;
-    `functions`, modules whose import registers the functions specs may call; `codecs`, a
-    package whose modules may each declare a ``CODEC`` (None: no codecs).  What it loads and
-    compiles it keeps (not part of its value: two catalogs naming the same packages are equal)."""
+    `functions`, modules whose import registers the functions specs may call; `codecs`, the
+    modules that each declare a ``CODEC``, or a package whose modules may (all imported to find
+    them; None: no codecs); `traces`, a package holding span-tree specs (``NAME.yaml`` of kind
+    ``document: {spans: …}``, engine/spans.py), each run as a codec (None: none).  What it loads
+    and compiles it keeps (not part of its value: two catalogs naming the same packages are equal)."""
 
     specs: str
     functions: tuple[str, ...] = ()
-    codecs: str | None = None
+    codecs: str | tuple[str, ...] | None = None
+    traces: str | None = None
     _held: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # -- functions and codecs --
@@ -54,6 +58,25 @@ class Catalog:
                 importlib.import_module(module)
             self._held["functions"] = True
 
+    def function(self, name: str) -> Function | None:
+        """The registered function called `name`: the function modules are imported in their order
+        until one has registered it (a spec pays for its own formats' helpers, not for every
+        format's), all of them for a name none registers."""
+        from mapc.engine.functions import REGISTRY
+
+        found = REGISTRY.get(name)
+        if found is not None or "functions" in self._held:
+            return found
+        loaded: int = self._held.get("functions loaded", 0)
+        while found is None and loaded < len(self.functions):
+            importlib.import_module(self.functions[loaded])
+            loaded += 1
+            found = REGISTRY.get(name)
+        self._held["functions loaded"] = loaded
+        if loaded == len(self.functions):
+            self._held["functions"] = True
+        return found
+
     def codec_table(self) -> dict[str, Codec]:
         """The codecs of this catalog by name: every ``CODEC`` its codec package's modules define
         (imported on first use), and those added with `codecs.register`."""
@@ -64,14 +87,34 @@ class Catalog:
             from mapc.engine.codecs import Codec
 
             table = {}
-            if self.codecs is not None:
+            modules: tuple[str, ...] = ()
+            if isinstance(self.codecs, str):
                 package = importlib.import_module(self.codecs)
-                for info in pkgutil.iter_modules(package.__path__):
-                    codec = getattr(importlib.import_module(f"{self.codecs}.{info.name}"), "CODEC", None)
-                    if isinstance(codec, Codec):
-                        table.setdefault(codec.name, codec)
+                modules = tuple(f"{self.codecs}.{info.name}" for info in pkgutil.iter_modules(package.__path__))
+            elif self.codecs is not None:
+                modules = self.codecs
+            for module in modules:
+                codec = getattr(importlib.import_module(module), "CODEC", None)
+                if isinstance(codec, Codec):
+                    table.setdefault(codec.name, codec)
+            if self.traces is not None:
+                from mapc.engine import resources, spans
+                from mapc.engine.spec import parse_yaml
+
+                for name in sorted(resources.names(self.traces)):
+                    if name.endswith(".yaml"):
+                        data = parse_yaml(name, resources.read_text(self.traces, name))[0]
+                        table.setdefault(str(data["name"]), spans.codec(spans.parse(data, data.get("tables") or {})))
             self._held["codecs"] = table
         return table
+
+    def trace_spec_text(self, name: str) -> str | None:
+        """The YAML text of the span-tree spec `name` (``NAME.yaml`` in the `traces` package), if any."""
+        from mapc.engine import resources
+
+        if self.traces is None or f"{name}.yaml" not in resources.names(self.traces):
+            return None
+        return resources.read_text(self.traces, f"{name}.yaml")
 
     # -- specs --
 
@@ -100,12 +143,15 @@ class Catalog:
             data[name] = parse_yaml(f"{name}.yaml", self.spec_text(name))[0]
         return data[name]
 
+    def spec_field(self, name: str, key: str) -> Any:
+        """The value of top-level key `key` in the data of the built-in spec `name` (None when it has
+        none), read as the spec reader reads it, without compiling the spec."""
+        data = self._spec_data(name)
+        return data.get(key) if type(data) is dict else None
+
     def program(self, name_or_path: str) -> Program:
         """The compiled spec for a built-in name (or an alias a spec declares) or a path to a YAML
         spec.  A path is read on every call and compiled again when its text changed."""
-        from mapc.engine.compile import compile_spec
-        from mapc.engine.spec import load_spec
-
         programs: dict[str, Program] = self._held.setdefault("programs", {})
         names = self.shipped_names()
         if name_or_path not in names and name_or_path in self.aliases():
@@ -113,11 +159,37 @@ class Catalog:
         if name_or_path in names:
             found = programs.get(name_or_path)
             if found is None:
-                found = programs[name_or_path] = compile_spec(
-                    load_spec(f"{name_or_path}.yaml", self.spec_text(name_or_path)), self
-                )
+                found = programs[name_or_path] = self._compiled(name_or_path)
             return found
         return self._program_at(name_or_path, names)
+
+    def _compiled(self, name: str) -> Program:
+        """Shipped spec `name` compiled, or loaded as compiled from the spec cache (engine/stored.py:
+        no spec reader, compiler or code writer is imported then)."""
+        from mapc.engine import stored
+
+        text = self.spec_text(name)
+        scope = f"{self.specs}|{','.join(self.functions)}"
+        directories = self._code_directories()
+        found = stored.load(text, scope, directories) if directories else None
+        if found is None:
+            from mapc.engine.compile import compile_spec
+            from mapc.engine.spec import load_spec
+
+            found = compile_spec(load_spec(f"{name}.yaml", text), self)
+            if directories:
+                stored.store(text, scope, directories, found)
+        return found
+
+    def _code_directories(self) -> tuple[str, ...]:
+        """The directories of the engine's and the spec package's modules, whose files fingerprint a
+        kept program; () when one is not a plain directory (nothing is kept then)."""
+        import os
+
+        from mapc.engine import resources
+
+        specs = resources._directory(self.specs)
+        return (os.path.dirname(os.path.abspath(__file__)), specs) if specs is not None else ()
 
     def _program_at(self, name_or_path: str, names: list[str]) -> Program:
         from pathlib import Path
@@ -215,10 +287,10 @@ class Catalog:
 
     def clear(self) -> None:
         """Forget what was compiled and loaded (the next use loads it again)."""
-        functions_loaded = "functions" in self._held
+        # Registered functions stay registered: importing their modules again would not re-run them.
+        loaded = {k: v for k, v in self._held.items() if k in ("functions", "functions loaded")}
         self._held.clear()
-        if functions_loaded:  # registered functions stay registered: importing again would not re-run them
-            self._held["functions"] = True
+        self._held.update(loaded)
 
 
 class _CountTrees(Mapping[str, "Tree"]):

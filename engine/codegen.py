@@ -13,9 +13,10 @@ hand-written converter does (dict lookups and stores, inline), so a spec runs at
 of code written for one format.  The source is compiled once per program and registered in
 `linecache` under ``<mapc NAME.yaml forward/reverse>``, so tracebacks and pdb show real lines.
 Every row is written out here with the semantics its rule object defines (program.py: `Rule.forward`,
-`Rule.value`, `Rule.reverse_value`, `Rule.reverse`), from the op table: `FORWARD` holds one code
-writer per op of `ops.OPS`, and a copy's or a chain's candidate test is the op's `takes_code` (the
-code of the `takes` test its rule object runs).  Each is specialized for what the row says: chains become
+`Rule.value`, `Rule.reverse_value`, `Rule.reverse`), from the op table: `FORWARD` and `REVERSE` hold
+one code writer per op of `ops.OPS` (`REVERSE`'s are the code of `Op.reverse`, part by part), and
+a copy's or a chain's candidate test is the op's `takes_code` (the code of the `takes` test its
+rule object runs).  Each is specialized for what the row says: chains become
 nested branches, the inputs a chain leaves unmapped are known per branch, and the guard that asks
 a computed row's reverse what it would write back is code too.  A row falls back to its rule
 object's method only in the rare shapes written out nowhere here (a guard reading a Storyline value
@@ -710,49 +711,100 @@ def _put_back(w: _Writer, d: int, obj: str, path: tuple[str, ...], value: str) -
 
 
 def _reverse_rule(w: _Writer, d: int, rule: Rule, level: int) -> None:
-    spec = rule.spec
+    """Write the reverse of one row: its op's code writer (`REVERSE`, one per op of ops.OPS, each
+    the code of that op's `Op.reverse`)."""
+    REVERSE[rule.spec.op](w, d, rule, level)
+
+
+def _reverse_copy_op(w: _Writer, d: int, rule: Rule, level: int) -> None:
+    """copy (ops._reverse_copy): a computed reverse, else its value back to its source; a derived
+    copy's write-back."""
+    if not _reverse_computed(w, d, rule, level):
+        _reverse_copy(w, d, rule, level)
+    _queue_write_back(w, d, rule, level)
+
+
+def _reverse_chain_op(w: _Writer, d: int, rule: Rule, level: int) -> None:
+    """first_of (ops._reverse_chain): a computed reverse, and the chosen value's write-back."""
+    _reverse_computed(w, d, rule, level)
+    _queue_write_back(w, d, rule, level)
+
+
+def _reverse_computed_op(w: _Writer, d: int, rule: Rule, level: int) -> None:
+    """const and call (ops._reverse_computed): only a computed reverse writes anything back."""
+    _reverse_computed(w, d, rule, level)
+
+
+def _reverse_computed(w: _Writer, d: int, rule: Rule, level: int) -> bool:
+    """`Rule.reverse_computed`: a `back: {call, args, to}` function's results to their source
+    pointers (by the rule object when it has no target here).  False when the row has none."""
+    if rule.reverse_fn is None:
+        return False
+    if not rule.reverse_targets:
+        w.emit(d, f"{w.const(rule, 'R')}.reverse_computed(Frame(elem, sup, idx), out, ctx)")
+        return True
     env = _reverse_env(level)
-    if rule.reverse_fn is not None and not rule.reverse_targets:
-        w.emit(d, f"{w.const(rule, 'R')}.reverse(Frame(elem, sup, idx), out, ctx)")
-    elif rule.reverse_fn is not None:
-        args = ", ".join(_expr(w, d, a, env) for a in rule.reverse_args)
-        call = f"{w.const(rule.reverse_fn, 'F')}({args})"
-        names = [f"v{n}" for n in range(len(rule.reverse_targets))]
-        w.emit(d, f"{names[0]} = {call}" if len(names) == 1 else f"{', '.join(names)}, = {call}")
-        for path, name in zip(rule.reverse_targets, names, strict=True):
-            w.emit(d, f"if {name} is not MISSING:")
-            _put_back(w, d + 1, "out", path, name)
-    elif (rule.authoritative or spec.reverse_only) and spec.op == "copy":
-        source = rule.sources[0]
-        if source.kind == "var":
-            _reverse_value(w, d, rule, env, _out_env(level), "v")
-            w.emit(d, "ctx.key = v")
-        elif source.kind == "top":
-            w.emit(d, "if ctx.first:")  # the document's own fields: from its first Storyline
-            if _reverse_value(w, d + 1, rule, env, _out_env(level), "v"):
-                w.emit(d + 1, "if v is not MISSING:")
-                w.put(d + 2, "ctx.top", source.path, "v")
-            else:
-                w.put(d + 1, "ctx.top", source.path, "v")
-        elif source.kind == "elem":
-            if _reverse_value(w, d, rule, env, _out_env(level), "v"):
-                w.emit(d, "if v is not MISSING:")
-                _put_back(w, d + 1, "out", source.path, "v")
-            else:
-                _put_back(w, d, "out", source.path, "v")
-    if rule.write_back is not None and rule.targets and not any(s.kind == "top" for s in rule.sources):
-        target = rule.targets[0]
-        want = w.path_local(d, "elem", target)
-        null = rule.spec.op == "first_of" and not rule.spec.nonempty and not rule.convert  # a null is a value
-        if target:
-            w.emit(d, f"if {want} is not MISSING" + ("" if null else f" and {want} is not None") + ":")
-            d += 1
-        fn, layout = _write_back_fn(w, rule, level)
-        entry = {3: "", 5: ", oup, idx", 7: ", oup, idx, ctx.story, ctx.parent"}[layout]
-        w.layouts.add(layout)
-        if any(_uses(s, ("top",)) for s in (*rule.sources, *rule.with_args)):
-            w.layouts.add(0)  # reads the document being rebuilt: more than the element itself
-        w.emit(d, f"ctx.pending.append(({fn}, {want}, out{entry}))")
+    args = ", ".join(_expr(w, d, a, env) for a in rule.reverse_args)
+    call = f"{w.const(rule.reverse_fn, 'F')}({args})"
+    names = [f"v{n}" for n in range(len(rule.reverse_targets))]
+    w.emit(d, f"{names[0]} = {call}" if len(names) == 1 else f"{', '.join(names)}, = {call}")
+    for path, name in zip(rule.reverse_targets, names, strict=True):
+        w.emit(d, f"if {name} is not MISSING:")
+        _put_back(w, d + 1, "out", path, name)
+    return True
+
+
+def _reverse_copy(w: _Writer, d: int, rule: Rule, level: int) -> None:
+    """`Rule.reverse_copy`: an authoritative or reverse-only copy's value back to its source (the
+    element, the document's own fields from its first Storyline, or the document key)."""
+    if not (rule.authoritative or rule.spec.reverse_only):
+        return
+    env = _reverse_env(level)
+    source = rule.sources[0]
+    if source.kind == "var":
+        _reverse_value(w, d, rule, env, _out_env(level), "v")
+        w.emit(d, "ctx.key = v")
+    elif source.kind == "top":
+        w.emit(d, "if ctx.first:")  # the document's own fields: from its first Storyline
+        if _reverse_value(w, d + 1, rule, env, _out_env(level), "v"):
+            w.emit(d + 1, "if v is not MISSING:")
+            w.put(d + 2, "ctx.top", source.path, "v")
+        else:
+            w.put(d + 1, "ctx.top", source.path, "v")
+    elif source.kind == "elem":
+        if _reverse_value(w, d, rule, env, _out_env(level), "v"):
+            w.emit(d, "if v is not MISSING:")
+            _put_back(w, d + 1, "out", source.path, "v")
+        else:
+            _put_back(w, d, "out", source.path, "v")
+
+
+def _queue_write_back(w: _Writer, d: int, rule: Rule, level: int) -> None:
+    """`Rule.queue_write_back`: a derived value's write-back entry in ``ctx.pending``, run by a
+    generated function (`_write_back_fn`) once residuals are restored."""
+    if rule.write_back is None or not rule.targets or any(s.kind == "top" for s in rule.sources):
+        return
+    target = rule.targets[0]
+    want = w.path_local(d, "elem", target)
+    null = rule.spec.op == "first_of" and not rule.spec.nonempty and not rule.convert  # a null is a value
+    if target:
+        w.emit(d, f"if {want} is not MISSING" + ("" if null else f" and {want} is not None") + ":")
+        d += 1
+    fn, layout = _write_back_fn(w, rule, level)
+    entry = {3: "", 5: ", oup, idx", 7: ", oup, idx, ctx.story, ctx.parent"}[layout]
+    w.layouts.add(layout)
+    if any(_uses(s, ("top",)) for s in (*rule.sources, *rule.with_args)):
+        w.layouts.add(0)  # reads the document being rebuilt: more than the element itself
+    w.emit(d, f"ctx.pending.append(({fn}, {want}, out{entry}))")
+
+
+REVERSE: dict[str, Callable[[_Writer, int, Rule, int], None]] = {
+    "copy": _reverse_copy_op,
+    "first_of": _reverse_chain_op,
+    "const": _reverse_computed_op,
+    "call": _reverse_computed_op,
+}
+assert REVERSE.keys() == OPS.keys(), "every op of ops.OPS has its reverse code writer here"
 
 
 def _write_back_fn(w: _Writer, rule: Rule, level: int) -> tuple[str, int]:
@@ -848,7 +900,7 @@ def _reverse_scope(w: _Writer, scope: Scope, name: str, counter: list[int]) -> N
         w.emit(1, row_comment(rule))
         _reverse_rule(w, 1, rule, scope.level)
     w.scope_layouts[id(scope)] = frozenset(w.layouts)
-    generic = any(".reverse(" in line for line in w.lines[start:])
+    generic = any(".reverse_computed(" in line for line in w.lines[start:])
     if generic:  # a rule object's method reads `ctx.out`
         w.lines[start:start] = ["    ctx.out = Frame(out, oup, idx)"]
     # Run twice over the same elements, this scope's function would give the same result: a second

@@ -12,11 +12,10 @@ import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
-from mapc.engine import catalog, codecs, envelope, functions, known, loss, pointer, provenance, run, storyline
+from mapc.engine import catalog, envelope, functions, known, pointer, run, storyline
 from mapc.engine.checks import iter_check_problems
-from mapc.engine.compile import Program
 from mapc.engine.limits import Limits
 from mapc.engine.mapped import Mapped, Rebuilt
 from mapc.engine.options import DEFAULT, Options
@@ -25,6 +24,14 @@ from mapc.engine.problems import MapcError, Problem, in_document_order
 from mapc.engine.schema import compiled_validator
 from mapc.engine.template import Template, parse_template
 from mapc.engine.values import json_equal
+
+if TYPE_CHECKING:
+    from mapc.engine import codecs, loss, provenance
+    from mapc.engine.program import Program
+    from mapc.engine.redact import Redactor
+
+# Codecs, loss reports and provenance are imported where they are used: a run of one spec over one file
+# (`mapc run`) needs none of them.
 
 STORYLINE = "storyline"
 _RECORDS = parse_template("/{r}")
@@ -105,6 +112,8 @@ def read_units(data: bytes, *, jsonl: bool = False, rows: bool | str = False, op
 
 def formats() -> list[str]:
     """Every format name mapc reads and writes."""
+    from mapc.engine import codecs
+
     return [STORYLINE, *catalog.shipped_names(), *codecs.names()]
 
 
@@ -122,7 +131,11 @@ def program_for(fmt: str) -> Program:
 
 def _codec(fmt: str) -> codecs.Codec | None:
     """The codec of `fmt`; a shipped spec's name is no codec, and asking costs no import of them."""
-    return None if fmt in catalog.shipped_names() else codecs.lookup(fmt)
+    if fmt in catalog.shipped_names() or fmt in catalog.aliases():
+        return None
+    from mapc.engine import codecs
+
+    return codecs.lookup(fmt)
 
 
 def input_problems(program: Program, doc: Any) -> list[Problem]:
@@ -145,7 +158,7 @@ def forward_unit(
         problems = input_problems(program, doc)
         if problems:
             raise MapcError(problems)
-        mapped = run.forward(program, doc, path=path)
+        mapped = run.forward(program, doc, path=path, parsed=True)  # units are parsed JSON (read_units)
         problems = envelope.attach(carried, {c: m.story for m in mapped for c in m.carriers}, program.spec.source)
         if problems:
             raise MapcError(problems)
@@ -289,7 +302,14 @@ def from_storyline(
         return codec.encode(stories)  # text (str), not a JSON value
     program = program_for(fmt)
     if carry:
-        programs = {name: catalog.program(name) for name in catalog.shipped_names()}
+        # Only the formats the Storylines say they came from, or hold residuals of, can rebuild their
+        # documents: a Storyline of `fmt` itself (or of no shipped format) needs no other spec compiled.
+        homes = {_origin_name(s) for s in stories} | {src for s in stories for src in _residual_sources(s)}
+        shipped = catalog.shipped_names()
+        wanted = sorted(homes - {None, program.spec.name})
+        programs = {name: catalog.program(name) for name in wanted if name in shipped}
+        from mapc.engine import provenance
+
         export, read = (_hop_out, _hop_in) if hops is None else _recorded(hops)
         stories = provenance.carry_home(stories, program.spec.name, programs, export, read, rebuild)
     docs = []
@@ -308,6 +328,18 @@ def from_storyline(
             raise MapcError(problems)
         docs.append(doc)
     return docs[0] if len(docs) == 1 else docs
+
+
+def _origin_name(story: dict[str, Any]) -> str | None:
+    fmt = (story.get("origin") or {}).get("format")
+    return fmt if type(fmt) is str else None
+
+
+def _residual_sources(story: dict[str, Any]) -> list[str]:
+    """The sources `story` holds residuals of (a shipped format's source is its name)."""
+    uf = story.get("unknown_fields")
+    sources = uf.get("sources") if type(uf) is dict else None
+    return [k for k in sources if type(k) is str] if type(sources) is dict else []
 
 
 def rebuild(program: Program, stories: list[dict[str, Any]]) -> list[Rebuilt]:
@@ -488,25 +520,31 @@ def convert_lines(
     reports: list[loss.Report] | None = None,
     strict: bool = False,
     keep_envelope: bool = True,
+    redactor: Redactor | None = None,
 ) -> Iterator[Any]:
     """`convert` for JSONL read lazily (see `streamable`): the documents of each line in turn, so
     memory holds one line at a time.  Every line is checked; MapcError, with every bad line, at the end.
 
     With `reports` (a list), each line's loss report is appended to it; `strict` makes a line that
     is not exact a problem of its line (`convert.not_exact`); without `keep_envelope` the documents
-    are written without their envelopes."""
+    are written without their envelopes; with `redactor` each line's Storylines are redacted before
+    the export (engine/redact.py), the replacements counted in its report."""
     problems: list[Problem] = []
     for n, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            if reports is None and keep_envelope and not strict:
+            if reports is None and keep_envelope and not strict and redactor is None:
                 result = convert(from_fmt, to_fmt, line, path=path, options=options)
             else:
                 stories = into_storyline(from_fmt, line, path=path, options=options)
+                counts: dict[str, int] = {}
+                if redactor is not None:
+                    stories, counts = redactor.stories(stories)
                 result, report = from_storyline_reported(
                     to_fmt, stories, from_format=from_fmt, keep_envelope=keep_envelope
                 )
+                report = report.with_redacted(counts)
                 if reports is not None:
                     reports.append(report)
                 if strict and not report.exact:
@@ -543,16 +581,31 @@ def from_storyline_reported(
     *,
     from_format: str | None = None,
     keep_envelope: bool = True,
+    parsed: bool = False,
 ) -> tuple[Any, loss.Report]:
     """`from_storyline(fmt, stories)` and its loss report (engine/loss.py).
 
     Without `keep_envelope` the output is the pure target format, and what its envelope would have
     carried is reported as dropped.  The report reads the output back as `fmt` (without its
-    envelope) to see what the target says natively; `from_format` names the input's format."""
+    envelope) to see what the target says natively, or reuses that reading when the conversion
+    already made it (`_known_reading`); `from_format` names the input's format.
+
+    `parsed` says the Storylines are values as a JSON parser gives them (dicts, lists, str, int,
+    float, bool, None; nested no deeper than a parser reads), e.g. rebuilt from stored rows: written
+    as Storyline unchanged, such documents read back as themselves, and they were validated just now,
+    so the read-back (a dump, a parse, a validation and a deep comparison) is not redone; what it
+    would still find, the residual limits of reading, is checked on the documents themselves."""
+    from mapc.engine import loss, provenance
+
     hops: list[Hop] = []
     output = from_storyline(fmt, stories, hops=hops)
     single = type(output) is not list
     documents = [output] if single else list(output)
+    if parsed and fmt == STORYLINE and all(map(_unchanged, stories, documents)):
+        found = _over_limits(documents, not single)
+        problems = tuple(Problem(p.code, p.pointer, f"{fmt} does not read its own output: {p.message}") for p in found)
+        origin = from_format or _origin_format(stories) or STORYLINE
+        return output, loss.Report(origin, fmt, loss.CARRIED if keep_envelope else loss.DROPPED, (), (), (), problems)
     at = _envelope_place(fmt)
     carried = loss.envelope_entries(documents, at) if at is not None else ()
     native = loss.without_envelopes(documents, at) if carried and at is not None else documents
@@ -611,9 +664,25 @@ def _known_reading(
     return None
 
 
+def _unchanged(story: Any, written: Any) -> bool:
+    """Whether `written` (the Storyline written for `story`) holds its very values, canonical form having
+    had nothing to drop: the same object, or containers of the same type whose keys and items are so
+    (only the containers written anew are walked)."""
+    if written is story:
+        return True
+    kind = type(story)
+    if kind is not type(written):
+        return False
+    if kind is dict:
+        return story.keys() == written.keys() and all(_unchanged(v, written[k]) for k, v in story.items())
+    if kind is list:
+        return len(story) == len(written) and all(map(_unchanged, story, written))
+    return False
+
+
 def _envelope_place(fmt: str) -> str | None:
     """Where `fmt`'s envelope rides; None for a format that has none (Storyline, a codec's)."""
-    if fmt == STORYLINE or codecs.lookup(fmt) is not None:
+    if fmt == STORYLINE or _codec(fmt) is not None:
         return None
     return program_for(fmt).spec.envelope
 
@@ -643,7 +712,7 @@ def as_lines(fmt: str, output: Any) -> Any:
     """`output` of format `fmt` as what a JSON Lines file holds, one item a line: a row corpus's
     rows (its envelope, if any, in a `_storyline` key of the first row, which reading lifts back
     out); any other output as it is (a list: one document a line)."""
-    if fmt == STORYLINE or codecs.lookup(fmt) is not None or type(output) is not dict:
+    if fmt == STORYLINE or _codec(fmt) is not None or type(output) is not dict:
         return output
     key = _rows_key(program_for(fmt))
     if key is None or type(output.get(key)) is not list or set(output) - {key, envelope.KEY} or not output[key]:
@@ -663,10 +732,47 @@ def companions_pattern(fmt: str) -> str | None:
     """For an event-stream format whose streams have child streams in files beside them (a
     session's subagent transcripts), the spec's glob of those files relative to the stream's file,
     with ``{stem}`` the file's name without its suffix; None otherwise."""
+    if fmt == STORYLINE or _codec(fmt) is not None:
+        return None
+    spec = program_for(fmt).spec
+    children = spec.stream.children if spec.stream is not None else None
+    return children.files if children is not None and not children.by_parent else None
+
+
+def _written_pattern(fmt: str) -> str | None:
+    """Where the reverse writes child streams, relative to the first stream's file (`children.files`)."""
     if fmt == STORYLINE or codecs.lookup(fmt) is not None:
         return None
     spec = program_for(fmt).spec
     return spec.stream.children.files if spec.stream is not None and spec.stream.children is not None else None
+
+
+def linked_by_parent(fmt: str) -> bool:
+    """Whether `fmt` is an event-stream format whose child streams are files of their own whose
+    Storylines name the session that spawned them (`children: {linked: parent}`)."""
+    if fmt == STORYLINE or codecs.lookup(fmt) is not None:
+        return False
+    stream = program_for(fmt).spec.stream
+    return stream is not None and stream.children is not None and stream.children.by_parent
+
+
+def _written_pattern(fmt: str) -> str | None:
+    """Where the reverse writes child streams, relative to the first stream's file (`children.files`)."""
+    if fmt == STORYLINE or codecs.lookup(fmt) is not None:
+        return None
+    spec = program_for(fmt).spec
+    return spec.stream.children.files if spec.stream is not None and spec.stream.children is not None else None
+
+
+def parent_pointers(fmt: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """For an event-stream format whose child streams are files of their own naming the stream that
+    spawned them (`children: {parent, id}`), the pointers (in a record) of a stream's own id and of
+    its parent's id; None otherwise."""
+    if fmt == STORYLINE or codecs.lookup(fmt) is not None:
+        return None
+    stream = program_for(fmt).spec.stream
+    c = stream.children if stream is not None else None
+    return (c.key, c.parent) if c is not None and c.parent is not None else None
 
 
 def into_storyline_with(
@@ -709,32 +815,39 @@ def into_storyline_with(
 def drift(fmt: str, data: bytes, options: Options = DEFAULT) -> list[str]:
     """What an event stream holds that its format's spec does not know (record types, keys, versions
     it was not checked against), one message per kind; [] for every other format."""
-    from mapc.engine import stream
-
-    if fmt == STORYLINE or codecs.lookup(fmt) is not None:
+    if fmt == STORYLINE or _codec(fmt) is not None:
         return []
     spec = program_for(fmt).spec.stream
     if spec is None:
         return []
+    from mapc.engine import stream
+
     records = [u.document for u in read_units(data, jsonl=True, options=options)]
     return stream.drift(spec, records).messages(spec.checked)
 
 
-def companion_files(fmt: str, result: Any, stem: str) -> list[tuple[str, Any]] | None:
+def companion_files(
+    fmt: str, result: Any, stem: str, stories: list[dict[str, Any]] | None = None
+) -> list[tuple[str, Any]] | None:
     """Where the streams of `result` (what `from_storyline(fmt, …)` gave: several streams) go when
     the first is written to a file named `stem` (without suffix): the first at "" and each other one
     at the spec's companion path (``{stem}/subagents/agent-{key}.jsonl``, `key` its records' value at
-    `children.key`); None when `fmt` has no companions or `result` is one stream."""
+    `children.key`, or with `linked: parent` the session of `stories`' Storyline); None when `fmt` has
+    no companions or `result` is one stream."""
     from mapc.engine import pointer as ptr
 
-    pattern = companions_pattern(fmt)
+    pattern = _written_pattern(fmt)
     if pattern is None or not _streams_of(result) or len(result) < 2:
         return None
     spec = program_for(fmt).spec.stream
     assert spec is not None and spec.children is not None
     out: list[tuple[str, Any]] = [("", result[0])]
+    sessions = [s.get("session") for s in stories] if stories is not None and spec.children.by_parent else []
     for n, records in enumerate(result[1:], start=1):
-        key = next((v for r in records if type(v := ptr.resolve(r, spec.children.key)) is str and v), f"child-{n}")
+        if n < len(sessions) and type(sessions[n]) is str:  # linked by parent: a child is named by its session
+            key = sessions[n]
+        else:
+            key = next((v for r in records if type(v := ptr.resolve(r, spec.children.key)) is str and v), f"child-{n}")
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in key).lstrip(".") or f"child-{n}"
         out.append((pattern.replace("{stem}", stem).replace("{key}", safe), records))
     return out

@@ -78,7 +78,7 @@ def _make_rules(catalog: Catalog) -> tuple[list[tuple[str, str]], list[ContentRu
         ContentRule(1, STORYLINE, _predicate({"prefix": {"/schema_version": "storyline/"}}), first=True),
     ]
     for name in catalog.shipped_names():
-        detect = catalog.program(name).spec.detect or {}
+        detect = catalog.spec_field(name, "detect") or {}  # from the spec's data: nothing is compiled to detect
         paths.extend((pattern, name) for pattern in detect.get("paths", []))
         for rule in detect.get("content", []):
             test = _predicate(rule, catalog)

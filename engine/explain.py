@@ -450,9 +450,29 @@ def explain_source(program: Program, document: Any, text: str) -> list[Finding]:
         if not (r.relation == "part" and (node or (not r.fired_targets and _absent(r))))
     )
     findings.extend(_residual_findings([(mapped[k].story, f"/{k}") for k in members], program.spec.source, text))
+    if program.spec.rows is not None:
+        findings[:0] = _row_findings(program, tokens)
     if not any(f.fired or f.kind in ("residual", "array", "document") for f in findings):
         findings.append(Finding("dropped", _dropped_reason(findings)))
     return findings
+
+
+def _row_findings(program: Program, tokens: tuple[str, ...]) -> list[Finding]:
+    """A row corpus: the rows of its pointer table (`group:`, `spread:`, `fanout:`) whose source
+    template matches `tokens` (a variable matches any one token)."""
+    from mapc.engine.table import mapping_rows
+    from mapc.engine.template import parse_template
+
+    out = []
+    for row in mapping_rows(program.spec):
+        for source in row.sources:
+            template = parse_template(source)
+            if "unmapped" in source or len(template.tokens) != len(tokens):
+                continue
+            if all(isinstance(t, Var) or t == v for t, v in zip(template.tokens, tokens, strict=True)):
+                message = f"read as {source} (the spec's row-corpus table) → {', '.join(row.targets)}"
+                out.append(Finding("read", message, source=source, targets=row.targets, fired=True))
+    return out
 
 
 def _member_bindings(program: Program, key: Any) -> dict[str, Any]:

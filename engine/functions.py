@@ -48,18 +48,35 @@ def register(name: str, arity: int) -> Callable[[Callable[..., Any]], Callable[.
 
 
 def lookup(name: str, catalog: Catalog | None = None) -> Function | None:
-    """The registered function called `name`, if any, once the function modules `catalog` names
-    are loaded (None: the installed catalog's).  A spec may name anything: a name that is not a
-    string, or one starting with ``__``, is no function."""
+    """The registered function called `name`, if any, importing the function modules `catalog`
+    names (None: the installed catalog's) in turn until one registers it (`Catalog.function`).  A
+    spec may name anything: a name that is not a string, or one starting with ``__``, is no function."""
     from mapc.engine import catalog as catalogs
 
-    (catalog or catalogs.installed()).load_functions()
     if type(name) is not str or name.startswith("__"):
         return None
-    return REGISTRY.get(name)
+    return (catalog or catalogs.installed()).function(name)
 
 
 I64_MIN, I64_MAX, U64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """A function's value and the parts of its first argument it did not map: residuals, by
+    pointer tokens relative to that argument (a fan-out field keeps them under its source)."""
+
+    value: Any
+    residuals: dict[tuple[str | int, ...], Any]
+
+
+@register("timestamp_checked", 1)
+def timestamp_checked(value: Any) -> Any:
+    """A timestamp (RFC 3339 text or epoch seconds) as it is; `TimestampError` for anything else."""
+    from mapc.engine.timestamp import timestamp_ns
+
+    timestamp_ns(value)
+    return value
 
 
 @register("int_ms", 1)
@@ -128,6 +145,24 @@ def blake3_document_id(document: Any) -> str:
 # --- values of objects and text: what a spec passes `{const: V}` arguments to -------------------
 
 
+def parsed_blake3_document_id(document: Any) -> str:
+    """`blake3_document_id` of a document the JSON parser made: it cannot hold a NaN or an
+    infinity, so the walk that looks for one is skipped (canonical_bytes, `parsed`)."""
+    try:
+        return canonical.document_id(document, parsed=True)
+    except (ValueError, TypeError) as exc:
+        raise MapcError.single("json.invalid", "", f"the document is not JSON and has no document id: {exc}") from None
+
+
+# Registered functions with a faster twin for values the JSON parser made (run.forward, `parsed`).
+_FOR_PARSED: dict[Callable[..., Any], Callable[..., Any]] = {blake3_document_id: parsed_blake3_document_id}
+
+
+def for_parsed(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn`, or its twin for a value the JSON parser made (no NaN, no infinity can be in it)."""
+    return _FOR_PARSED.get(fn, fn)
+
+
 @register("object_of", 2)
 def object_of(key: Any, value: Any) -> Any:
     """``{key: value}`` (no value: no object)."""
@@ -174,3 +209,24 @@ def json_text(value: Any) -> Any:
     import orjson
 
     return orjson.dumps(value).decode()
+
+
+@register("renamed", 2)
+def renamed(value: Any, names: Any) -> Any:
+    """`value` renamed by the object `names` (``{old: new}``); a value it does not list is kept."""
+    if type(value) is str and type(names) is dict and value in names:
+        return names[value]
+    return value
+
+
+@register("joined_texts", 2)
+def joined_texts(parts: Any, where: Any) -> Any:
+    """The non-empty texts at pointer `where` of each part of a list, joined by a blank line;
+    anything but a list is as it is."""
+    if type(parts) is not list or type(where) is not str:
+        return parts
+    from mapc.engine import pointer
+
+    tokens = pointer.parse(where)
+    texts = [pointer.resolve(part, tokens) for part in parts]
+    return "\n\n".join(t for t in texts if type(t) is str and t)

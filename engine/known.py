@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mapc.engine import pointer
-from mapc.engine.compile import Program
 from mapc.engine.schema import load_schema
 from mapc.engine.template import Template, Var
+
+if TYPE_CHECKING:
+    from mapc.engine.program import Program
 
 KEPT = "kept"
 _MAX_ALTERNATIVES = 64  # schema branches followed per level: bounded work for any (untrusted) schema

@@ -122,7 +122,7 @@ def _stream_problems(spec: Spec) -> Iterator[Problem]:
     stream = spec.stream
     rules = [*stream.story, *(r for e in stream.entries for r in e.rules)]
     names = [n for r in rules for n in (r.call, r.back) if n] + [
-        n for e in stream.entries for n in (e.test, e.head) if n
+        n for e in stream.entries for n in (e.test, e.head) if isinstance(n, str)
     ]
     for name in names:
         found = functions.lookup(name)
@@ -143,7 +143,12 @@ def _stream_problems(spec: Spec) -> Iterator[Problem]:
 def _rows_problems(spec: Spec) -> Iterator[Problem]:
     """A row corpus maps through its two named functions: they must exist and take what is passed."""
     assert spec.rows is not None
-    for key, name, arity in (("call", spec.rows.call, 1), ("reverse_call", spec.rows.reverse_call, 3)):
+    named = (
+        ()
+        if spec.rows.fanout is not None
+        else (("call", spec.rows.call, 1), ("reverse_call", spec.rows.reverse_call, 3))
+    )
+    for key, name, arity in named:
         fn = functions.lookup(name)
         if fn is None:
             yield Problem("lint.unknown_function", f"/document/map/{key}", f"unknown function {name!r}", spec.at)

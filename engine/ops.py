@@ -144,6 +144,29 @@ def _chain_takes_code(spec: Any, var: str, test_code: str | None) -> str:
     return candidate_code(var, spec.nonempty, test_code)
 
 
+# --- the reverse of each op: what it writes back into the rebuilt source element ----------
+# (`program.Rule.reverse_computed` / `reverse_copy` / `queue_write_back` are the parts; codegen.py's
+# `REVERSE` writes the same parts out per op.)
+
+
+def _reverse_copy(rule: Any, story_frame: Any, out: Any, ctx: Any) -> None:
+    """copy: a computed reverse, else its value back to its source; a derived copy's write-back."""
+    if not rule.reverse_computed(story_frame, out, ctx):
+        rule.reverse_copy(story_frame, out, ctx)
+    rule.queue_write_back(story_frame, out, ctx)
+
+
+def _reverse_chain(rule: Any, story_frame: Any, out: Any, ctx: Any) -> None:
+    """first_of: a computed reverse, and the chosen value's write-back (unless derived again)."""
+    rule.reverse_computed(story_frame, out, ctx)
+    rule.queue_write_back(story_frame, out, ctx)
+
+
+def _reverse_computed(rule: Any, story_frame: Any, out: Any, ctx: Any) -> None:
+    """const and call: only a computed reverse (`back: {call, args, to}`) writes anything back."""
+    rule.reverse_computed(story_frame, out, ctx)
+
+
 def _never(spec: Any, test: Any) -> Callable[[Any], bool]:
     return lambda v: False
 
@@ -154,7 +177,8 @@ def _never_code(spec: Any, var: str, test_code: str | None) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Op:
-    """One rule kind: how the forward chooses its value, and whether its source is consumed.
+    """One rule kind: how the forward chooses its value, whether its source is consumed, and what
+    its reverse writes back (`reverse(rule, story_frame, out, ctx)`, run by `Rule.reverse`).
 
     For the ops that read sources in turn (copy, first_of), `takes` is the candidate test of a
     present value (given the rule's condition test) and `takes_code` the same test as an
@@ -167,6 +191,7 @@ class Op:
     choose: Callable[[Any, Any, Any], Choice]
     consumes: bool  # the reverse writes the first source back (unless back: none / forward: none)
     reads: str  # what the row reads, as `mapc spec table` and the README say it
+    reverse: Callable[[Any, Any, Any, Any], None]
     takes: Callable[[Any, Callable[[Any], bool] | None], Callable[[Any], bool]] = _never
     takes_code: Callable[[Any, str, str | None], str] = _never_code
     chain: bool = False
@@ -178,6 +203,7 @@ OPS: dict[str, Op] = {
         _choose_candidates,
         True,
         "one source (`from`); null is absent unless keep_null",
+        _reverse_copy,
         _copy_takes,
         _copy_takes_code,
     ),
@@ -186,10 +212,11 @@ OPS: dict[str, Op] = {
         _choose_candidates,
         True,
         "the first candidate that passes is_candidate",
+        _reverse_chain,
         _chain_takes,
         _chain_takes_code,
         chain=True,
     ),
-    "const": Op("const", _choose_const, False, "a value (`const`)"),
-    "call": Op("call", _choose_call, False, "a registered function of `args`"),
+    "const": Op("const", _choose_const, False, "a value (`const`)", _reverse_computed),
+    "call": Op("call", _choose_call, False, "a registered function of `args`", _reverse_computed),
 }

@@ -352,38 +352,53 @@ class Rule:
         return v
 
     def reverse(self, story_frame: Frame, out: dict[str, Any], ctx: Context) -> None:
-        """Write this rule back into the source element `out` (`ctx.out` is its frame): a computed
-        row's reverse, an authoritative or reverse-only copy's value (to the element, the
-        document's own fields from its first Storyline, or the document key), and the write-back
-        of a derived value, queued in ``ctx.pending`` until residuals are restored."""
-        spec = self.spec
-        if self.reverse_fn is not None:
-            values = self.reverse_fn(*(a.read(story_frame, ctx) for a in self.reverse_args))
-            if len(self.reverse_targets) == 1:
-                values = (values,)
-            for path, v in zip(self.reverse_targets, values, strict=True):
-                if v is not MISSING:
-                    put_in(out, path, v) if path else out.update(v)
-        elif (self.authoritative or spec.reverse_only) and spec.op == "copy":
-            source = self.sources[0]
-            if source.kind == "var":
-                ctx.key = self.reverse_value(story_frame, ctx)
-            elif source.kind == "top":
-                if ctx.first:  # the document's own fields: from its first Storyline
-                    v = self.reverse_value(story_frame, ctx)
-                    if v is not MISSING:
-                        put_in(ctx.top, source.path, v)
-            elif source.kind == "elem":
+        """Write this rule back into the source element `out` (`ctx.out` is its frame): its op's
+        reverse (`ops.Op.reverse`), made of the three parts below."""
+        OPS[self.spec.op].reverse(self, story_frame, out, ctx)
+
+    def reverse_computed(self, story_frame: Frame, out: dict[str, Any], ctx: Context) -> bool:
+        """A row with a computed reverse (`back: {call, args, to}`): its function's results written
+        to their source pointers.  False when the row has none."""
+        if self.reverse_fn is None:
+            return False
+        values = self.reverse_fn(*(a.read(story_frame, ctx) for a in self.reverse_args))
+        if len(self.reverse_targets) == 1:
+            values = (values,)
+        for path, v in zip(self.reverse_targets, values, strict=True):
+            if v is not MISSING:
+                put_in(out, path, v) if path else out.update(v)
+        return True
+
+    def reverse_copy(self, story_frame: Frame, out: dict[str, Any], ctx: Context) -> None:
+        """An authoritative or reverse-only copy's value, written to its source: the element, the
+        document's own fields (from its first Storyline) or the document key."""
+        if not (self.authoritative or self.spec.reverse_only):
+            return
+        source = self.sources[0]
+        if source.kind == "var":
+            ctx.key = self.reverse_value(story_frame, ctx)
+        elif source.kind == "top":
+            if ctx.first:  # the document's own fields: from its first Storyline
                 v = self.reverse_value(story_frame, ctx)
                 if v is not MISSING:
-                    put_in(out, source.path, v) if source.path else out.update(v)
-        if self.write_back is not None and self.targets and not any(s.kind == "top" for s in self.sources):
-            target = self.targets[0]
-            want = get_in(story_frame.elem, target)
-            null = spec.op == "first_of" and not spec.nonempty and self.convert is None  # a null is a value
-            if not target or (want is not MISSING and (null or want is not None)):
-                here = ctx.out if ctx.out is not None else Frame(out, (), story_frame.idx)
-                ctx.pending.append((_write_back, want, out, here.up, here.idx, ctx.story, ctx.parent, self))
+                    put_in(ctx.top, source.path, v)
+        elif source.kind == "elem":
+            v = self.reverse_value(story_frame, ctx)
+            if v is not MISSING:
+                put_in(out, source.path, v) if source.path else out.update(v)
+
+    def queue_write_back(self, story_frame: Frame, out: dict[str, Any], ctx: Context) -> None:
+        """The write-back of a derived value (a chain, a `back: none` copy), queued in
+        ``ctx.pending`` until residuals are restored (`write_back_value` runs it)."""
+        if self.write_back is None or not self.targets or any(s.kind == "top" for s in self.sources):
+            return
+        spec = self.spec
+        target = self.targets[0]
+        want = get_in(story_frame.elem, target)
+        null = spec.op == "first_of" and not spec.nonempty and self.convert is None  # a null is a value
+        if not target or (want is not MISSING and (null or want is not None)):
+            here = ctx.out if ctx.out is not None else Frame(out, (), story_frame.idx)
+            ctx.pending.append((_write_back, want, out, here.up, here.idx, ctx.story, ctx.parent, self))
 
     def write_back_value(self, want: Any, out: dict[str, Any], frame: Frame, ctx: Context) -> None:
         """Write `want` (the Storyline's value) back into the rebuilt element `out` unless this

@@ -118,11 +118,32 @@ def normalize(text: str, tree: Tree) -> str:
     return "/" + "/".join(tokens) if changed else text
 
 
+# Normalized keys by tree: a corpus stores the same pointers line after line (`/messages/3/weight`),
+# and each Storyline's counts are made when it is mapped and again when it is checked (R-UKC).  A
+# tree is held with its memo (so its id is not reused while the memo lives); both are bounded.
+_MEMO: dict[int, tuple[Tree, dict[str, str]]] = {}
+_MEMO_TREES, _MEMO_KEYS = 64, 1 << 16
+
+
+def _memo(tree: Tree) -> dict[str, str]:
+    entry = _MEMO.get(id(tree))
+    if entry is None or entry[0] is not tree:
+        if len(_MEMO) >= _MEMO_TREES:
+            _MEMO.clear()
+        entry = _MEMO[id(tree)] = (tree, {})
+    elif len(entry[1]) >= _MEMO_KEYS:
+        entry[1].clear()
+    return entry[1]
+
+
 def count_keys(fields: Mapping[str, Any], tree: Tree) -> dict[str, int]:
     """Count the stored pointers of one source by normalized key (keys sorted, as written)."""
+    memo = _memo(tree)
     counts: dict[str, int] = {}
     for text in fields:
-        key = normalize(text, tree)
+        key = memo.get(text)
+        if key is None:
+            key = memo[text] = normalize(text, tree)
         counts[key] = counts.get(key, 0) + 1
     return dict(sorted(counts.items()))
 

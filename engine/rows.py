@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from mapc.engine import duplicates, functions, pointer
+from mapc.engine import duplicates, fanout, functions, pointer
 from mapc.engine import group as group_values
 from mapc.engine.checks import collect, steps_path
 from mapc.engine.mapped import Mapped, Rebuilt
@@ -58,6 +58,7 @@ class Group:
     problems: tuple[Problem, ...] = ()  # and the conflicts found computing them
     spread: tuple[Any, ...] = ()  # keyed values between a row and its turn (`spread:`, engine/spread.py)
     ids: Any = None  # turn ids from the order key, by name (`ids:`, engine/group.TurnId)
+    order_tokens: tuple[str, ...] = ()  # the order key's pointer in a row
 
     def pointer(self, r: int, *tokens: str | int) -> str:
         """The pointer of a value inside row `r` (its index in the file)."""
@@ -85,15 +86,24 @@ def forward(spec: Spec, doc: Any, path: str | None) -> list[Mapped]:
     rows, root = _rows_of(doc, model)
     rows = [_decoded(row, model.decode_json) for row in rows]
     groups = _groups(rows, model, at)
-    mapper = _function(model.call)
+    mapper = _function(model.call) if model.fanout is None else None
     out = []
     for members in groups:
         pairs = tuple((r, rows[r]) for r in members)
         values, conflicts = group_values.forward(model.group, [(f"{at}/{r}", row) for r, row in pairs])
         group = Group(
-            pairs, at, document_id, model.tables, model.selections, values, tuple(conflicts), model.spread, model.ids
+            pairs,
+            at,
+            document_id,
+            model.tables,
+            model.selections,
+            values,
+            tuple(conflicts),
+            model.spread,
+            model.ids,
+            model.order_by.tokens,
         )
-        story, residual = mapper(group)
+        story, residual = mapper(group) if mapper is not None else fanout.forward(model.fanout, group, spec.source)
         residual = {**root, **residual}
         residual.update(_unknown_keys(spec, group, story))
         _keep_order_keys(residual, members, groups, model, group)
@@ -296,7 +306,12 @@ def reverse(spec: Spec, stories: list[dict[str, Any]]) -> list[Rebuilt]:
     model = spec.rows
     assert model is not None
     at = _literal(model.rows)
-    rows_per_story = _function(model.reverse_call)(stories, Back(model.tables, model.spread, model.ids), spec.source)
+    if model.fanout is not None:
+        rows_per_story = fanout.reverse(model.fanout, model, stories, spec.source)
+    else:
+        rows_per_story = _function(model.reverse_call)(
+            stories, Back(model.tables, model.spread, model.ids), spec.source
+        )
     own = [_own_fields(s, spec.source) for s in stories]
     kept_document = next((f[""] for f in own if type(f.get("")) is dict), None)
     if kept_document is not None:  # the whole document was kept (a hop added to its root)

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from mapc.engine import fold, pointer, rows
+from mapc.engine import functions, pointer
 from mapc.engine.mapped import Mapped, Rebuilt
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.program import Context, Frame, Program, Rule, get_in, pointer_text, put_in
@@ -47,25 +47,36 @@ def paused_gc() -> Iterator[None]:
 
 
 def forward(
-    program: Program, doc: Any, source_document_id: str | None = None, *, path: str | None = None
+    program: Program,
+    doc: Any,
+    source_document_id: str | None = None,
+    *,
+    path: str | None = None,
+    parsed: bool = False,
 ) -> list[Mapped]:
     """Map one top-level source document to its Storylines (parents before their children).
 
-    `path` is the input's relative path, the identity of a row corpus (`document.rows`)."""
+    `path` is the input's relative path, the identity of a row corpus (`document.rows`).
+    `parsed`: `doc` is what the JSON parser made (and JSON values registered functions made from
+    it), so computing its document id need not look for NaN or infinities in it."""
     with paused_gc():
+        # Row corpora, event streams and folds have modules of their own, imported by the specs that
+        # have them: a plain spec's run does not pay for them.
         if program.spec.rows is not None:
+            from mapc.engine import rows
+
             return rows.forward(program.spec, doc, path)
         if program.spec.stream is not None:
-            from mapc.engine import stream  # event-stream specs only: other runs need not import it
+            from mapc.engine import rows, stream
 
             sdid = source_document_id or (rows.relative_path(path) if path is not None else stream.DEFAULT_ID)
             return [stream.map_document(program.spec.stream, program.spec.source, doc, sdid)]
-        return _forward(program, doc, source_document_id)
+        return _forward(program, doc, source_document_id, parsed)
 
 
-def _forward(program: Program, doc: Any, source_document_id: str | None) -> list[Mapped]:
+def _forward(program: Program, doc: Any, source_document_id: str | None, parsed: bool = False) -> list[Mapped]:
     if source_document_id is None and program.document_id is not None:
-        source_document_id = _document_id(program.document_id, doc)
+        source_document_id = _document_id(program.document_id, doc, parsed)
     sdid = source_document_id or ""
     out: list[Mapped] = []
     if program.each is not None:
@@ -88,12 +99,12 @@ def source_document_id(program: Program, doc: Any, story: dict[str, Any]) -> str
     return _document_id(program.document_id, doc) if program.document_id is not None else ""
 
 
-def _document_id(rule: Rule, doc: Any) -> str:
+def _document_id(rule: Rule, doc: Any, parsed: bool = False) -> str:
     if rule.sources:
         value = get_in(doc, rule.sources[0].path)
         return value if isinstance(value, str) else ""
     assert rule.convert is not None
-    return str(rule.convert(doc))
+    return str((functions.for_parsed(rule.convert) if parsed else rule.convert)(doc))
 
 
 def _require_identity(program: Program, story: dict[str, Any], prefix: str) -> None:
@@ -147,6 +158,8 @@ def _forward_node(
                     ctx.residual[base + pointer.escape(k)] = v
     _keep_what_the_reverse_loses(ctx)
     if program.spec.fold:
+        from mapc.engine import fold
+
         folded = fold.fold(program.spec.fold, story)
         if folded is not story:  # `story` is shared with the Context: change it in place
             story.clear()
@@ -222,10 +235,21 @@ def _mirror_residuals(residual: dict[str, Any], mirrors: dict[str, str]) -> None
 # --- reverse -------------------------------------------------------------------------------
 
 
+def _unfolded(program: Program, story: dict[str, Any]) -> dict[str, Any]:
+    """The Storyline as the reverse rules read it: unfolded by the spec's `fold`, if it has one."""
+    if not program.spec.fold:
+        return story
+    from mapc.engine import fold
+
+    return fold.unfold(program.spec.fold, story)
+
+
 def reverse(program: Program, stories: list[dict[str, Any]]) -> list[Rebuilt]:
     """Rebuild source documents: one per tree of `/children` links, or one for all members."""
     with paused_gc():
         if program.spec.rows is not None:
+            from mapc.engine import rows
+
             return rows.reverse(program.spec, stories)
         if program.spec.stream is not None:
             from mapc.engine import stream
@@ -297,7 +321,7 @@ def _reverse_members(program: Program, stories: list[dict[str, Any]]) -> Rebuilt
     problems: list[Problem] = []
     ctx = Context({}, None, {}, top=top, count=len(stories))
     for n, story in enumerate(stories):
-        view = fold.unfold(program.spec.fold, story) if program.spec.fold else story
+        view = _unfolded(program, story)
         ctx.story, ctx.first, ctx.key = view, n == 0, MISSING
         out: dict[str, Any] = {}
         program.reverse_root(view, out, ctx, (), (), (MISSING,))
@@ -342,7 +366,7 @@ def _reverse_node(
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     mapped.append(Mapped(story, prefix))
-    view = fold.unfold(program.spec.fold, story) if program.spec.fold else story
+    view = _unfolded(program, story)
     ctx.story, ctx.parent = view, parent
     program.reverse_root(view, out, ctx, (), (), (MISSING,))
     ctx.story = story

@@ -14,14 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from mapc.engine import fold as fold_module
-from mapc.engine import group as group_module
 from mapc.engine import plainyaml, pointer
-from mapc.engine import spread as spread_module
 from mapc.engine.ops import CONDITION_NAMES
 from mapc.engine.pointer import PointerSyntaxError
 from mapc.engine.problems import MapcError, Problem, SpecLocation
-from mapc.engine.select import compile_selections
 from mapc.engine.template import Template, parse_template
 from mapc.engine.values import MISSING
 
@@ -266,6 +262,7 @@ class RowsSpec:
     group: tuple[Any, ...] = ()  # engine.group.GroupValue entries, from `group:`
     spread: tuple[Any, ...] = ()  # engine.spread.Spread entries, from `spread:`
     ids: Any = None  # name -> engine.group.TurnId, from `ids:`
+    fanout: Any = None  # engine.fanout.FanOut: rows ⇄ turns as data (`turns:`, `results:`, `back:`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -487,6 +484,7 @@ class _SpecReader:
             "group",
             "spread",
             "ids",
+            "fanout",
         }
         for key in data:
             if key not in allowed:
@@ -578,6 +576,8 @@ class _SpecReader:
         if not ok:
             self.fail("`fold` is a list of {array, where: {ptr: value}, into, take: {key: ptr}}", "fold")
             return ()
+        from mapc.engine import fold as fold_module  # specs with a `fold` only: others need not import it
+
         bad = fold_module.problems_of(entries)
         for p in bad:
             self.fail(p.message, *p.pointer.strip("/").split("/"))
@@ -594,8 +594,12 @@ class _SpecReader:
         """`document: {rows, group_by, order_by, map: {call, reverse_call}}` and its companions."""
         found = {k: self.template(document.get(k), "document", k) for k in ("rows", "group_by", "order_by")}
         mapping = document.get("map")
+        if "fanout" in data and mapping is None:
+            mapping = {"call": "", "reverse_call": ""}  # the fan-out is data (engine/fanout.py)
         if not isinstance(mapping, dict) or not all(isinstance(mapping.get(k), str) for k in ("call", "reverse_call")):
-            self.fail("`document.map` must be {call: fn, reverse_call: fn}", "document", "map")
+            self.fail(
+                "`document.map` must be {call: fn, reverse_call: fn}, or the spec has `fanout:`", "document", "map"
+            )
             return None
         decode = [self.template(t, "decode_json", i) for i, t in enumerate(data.get("decode_json") or [])]
         consume = []
@@ -607,11 +611,18 @@ class _SpecReader:
                 self.fail(f"unknown condition {how['when']!r}", "consume", ptr, "when")
             elif t:
                 consume.append(Consume(t, how.get("when"), how.get("equals", MISSING), self.loc.at("consume", ptr)))
+        # Row corpora only: the other specs' runs need not import these.
+        from mapc.engine import fanout as fanout_module
+        from mapc.engine import group as group_module
+        from mapc.engine import spread as spread_module
+        from mapc.engine.select import compile_selections
+
         try:
             selections = compile_selections(data.get("select"))
             group_values = group_module.parse(data.get("group"))
             spreads = spread_module.parse(data.get("spread"))
             ids = group_module.parse_ids(data.get("ids"))
+            fan = fanout_module.parse(data, selections, ids)
         except MapcError as exc:
             for p in exc.problems:
                 self.fail(p.message, *[t for t in p.pointer.split("/")[1:]], code=p.code)
@@ -631,6 +642,7 @@ class _SpecReader:
             group_values,
             spreads,
             ids,
+            fan,
         )
 
     def array(self, src: Any, dst: Any) -> ArraySpec | None:

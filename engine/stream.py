@@ -89,16 +89,19 @@ class Entry:
     defaults: tuple[tuple[Tokens, Any], ...] = ()  # values a record written from elsewhere gets where absent
     attach: str | None = None  # a kept record lends its rules' values to the "next"/"previous" turn
     attach_when: tuple[tuple[Tokens, Any], ...] = ()  # … only to a turn holding these values
-    head: str | None = None  # the reverse of a foreign Storyline writes this record first: fn(story)
+    head: str | tuple[Rule, ...] | None = None  # the reverse of a foreign Storyline writes this record first
 
 
 @dataclass(frozen=True, slots=True)
 class Children:
-    """`children:` — companion files holding child streams (subagents) and how they link."""
+    """`children:` — child streams (subagents) and how they link: companion files beside the stream
+    (`files`, `key`, `spawn`), or (`linked: parent`) streams of their own whose Storylines name their
+    parent's session (`/parent/psid`, by the story rules), linked when read together."""
 
-    files: str  # a glob relative to the stream's file, `{stem}` its name without suffix
+    files: str | None  # a glob relative to the stream's file, `{stem}` its name without suffix
     key: Tokens  # in a child's records: the value naming it
-    spawn: Tokens  # in the parent's records: where a result names the child it spawned
+    spawn: Tokens | None  # in the parent's records: where a result names the child it spawned
+    by_parent: bool = False  # `linked: parent`; `files` is then where the reverse writes them ({key}: session)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +159,11 @@ def parse(data: Any) -> tuple[StreamSpec | None, list[Problem]]:
             pair = pairing.parse(data["pair"])
         if data.get("children") is not None:
             c = data["children"]
-            children = Children(str(c["files"]), pointer.parse(c["key"]), pointer.parse(c["spawn"]))
+            if c.get("linked") == "parent":  # streams of their own, found among the streams read together
+                files = str(c["files"]) if "files" in c else None  # where the reverse writes them
+                children = Children(files, (), None, by_parent=True)
+            else:
+                children = Children(str(c["files"]), pointer.parse(c["key"]), pointer.parse(c["spawn"]))
     except (KeyError, TypeError, AttributeError, pointer.PointerSyntaxError) as exc:
         fail("", f"thread, pair and children take JSON Pointers ({exc})")
     versions = data.get("versions") or {}
@@ -241,8 +248,10 @@ def _entry(item: Any, where: str, fail: Any) -> Entry | None:
         fail(f"{where}/attach", "`attach` is next or previous, for a record kind that is not a turn")
         attach = None
     head = item.get("head")
-    if head is not None and (not isinstance(head, str) or item.get("turn")):
-        fail(f"{where}/head", "`head` names a registered function, for a record kind that is not a turn")
+    if isinstance(head, list) and not item.get("turn"):
+        head = tuple(r for n, x in enumerate(head) if (r := _rule(x, f"{where}/head/{n}", fail, head=True)))
+    elif head is not None and (not isinstance(head, str) or item.get("turn")):
+        fail(f"{where}/head", "`head` names a registered function or lists rules, for a record kind that is not a turn")
         head = None
     rules = []
     for n, r in enumerate(item.get("rules") or []):
@@ -267,8 +276,10 @@ def _entry(item: Any, where: str, fail: Any) -> Entry | None:
     )
 
 
-def _rule(item: Any, where: str, fail: Any, story: bool = False) -> Rule | None:
+def _rule(item: Any, where: str, fail: Any, story: bool = False, head: bool = False) -> Rule | None:
     known = {"from", "to", "const", "call", "back", *(("pick", "every", "when") if story else ("group",))}
+    if head:  # head rules: Storyline pointer (`from`) → record pointer (`to`), `else` when it is absent
+        known = {"from", "to", "const", "else"}
     if not isinstance(item, dict) or "to" not in item:
         fail(where, "a rule is a mapping with `to`")
         return None
@@ -292,11 +303,10 @@ def _rule(item: Any, where: str, fail: Any, story: bool = False) -> Rule | None:
     if "from" in item:
         src = _pointer(item["from"], f"{where}/from", fail)
         when = _conditions(item.get("when"), f"{where}/when", fail)
-        return (
-            Rule("copy", to, src or (), pick=item.get("pick", "first"), every=bool(item.get("every")), when=when)
-            if src is not None
-            else None
-        )
+        if src is None:
+            return None
+        every = bool(item.get("every"))
+        return Rule("copy", to, src, item.get("else"), pick=item.get("pick", "first"), every=every, when=when)
     if "const" in item:
         return Rule("const", to, value=item["const"])
     return Rule(
@@ -658,6 +668,9 @@ def link(spec: StreamSpec, parent: dict[str, Any], parent_doc: Any, children: li
     """Link child Storylines (their streams beside) to the parent: `parent`/`children`, with the
     spawning call's id and turn when a parent record names the child (`children.spawn`)."""
     assert spec.children is not None
+    if spec.children.by_parent:
+        return _link_by_parent(parent, [story for story, _ in children])
+    assert spec.children.spawn is not None
     records = _records(parent_doc)
     spawned: dict[Any, str] = {}
     for record in records:
@@ -681,6 +694,21 @@ def link(spec: StreamSpec, parent: dict[str, Any], parent_doc: Any, children: li
         parent["children"] = kids
 
 
+def _link_by_parent(root: dict[str, Any], children: list[dict[str, Any]]) -> None:
+    """Streams whose Storylines name the session that spawned them (`/parent/psid`): each is linked
+    to the one it names, the root or another child (a tree of any depth); the others are left as
+    they are."""
+    by_session = {root["session"]: root}
+    for story in children:
+        by_session.setdefault(story["session"], story)
+    for story in children:
+        owner = by_session.get((story.get("parent") or {}).get("psid"))
+        if owner is None or owner is story:
+            continue
+        story.setdefault("trajectory", story["session"])  # a child's name in its tree (ATIF's subagent id)
+        owner.setdefault("children", []).append(story["session"])
+
+
 # --- reverse -------------------------------------------------------------------------------------
 
 
@@ -695,12 +723,30 @@ def reverse(spec: StreamSpec, source: str, stories: list[dict[str, Any]]) -> lis
     out = []
     for n, story in enumerate(stories):
         fields = _own(story, source)
-        records = _in_place(spec, story, fields, n) if fields else _written(spec, story, n)
+        records = _in_place(spec, story, fields, n, source) if fields else _written(spec, story, n)
         out.append(Rebuilt(records, (Mapped(story, ROOT),)))  # type: ignore[arg-type]
     return out
 
 
-def _in_place(spec: StreamSpec, story: dict[str, Any], fields: dict[str, Any], n: int) -> list[Any]:
+_FRESH = " (without unknown_fields.sources.{source} the Storyline is written as a new stream, what it kept dropped)"
+
+
+def _unedited(turns: list[dict[str, Any]], n: int, source: str) -> None:
+    """Refuse, clearly, a Storyline whose turns were removed, inserted or moved after it was read:
+    the forward numbers its turns 1, 2, …, and the records' residuals sit at the positions of
+    those turns, so a turn out of that order would take another record's values."""
+    for k, turn in enumerate(turns):
+        if turn.get("id") != k + 1:
+            raise MapcError.single(
+                "export.edited",
+                f"/{n}/turns/{k}",
+                f"turn id {turn.get('id')!r} where the {source} stream's records put turn {k + 1}: turns were "
+                f"removed, inserted or moved after the Storyline was read, which cannot be written back in "
+                f"place{_FRESH.format(source=source)}",
+            )
+
+
+def _in_place(spec: StreamSpec, story: dict[str, Any], fields: dict[str, Any], n: int, source: str) -> list[Any]:
     if type(fields.get(ROOT)) is list:  # the whole stream was kept (a hop could not say it)
         return list(fields[ROOT])
     whole: dict[int, Any] = {}
@@ -715,6 +761,7 @@ def _in_place(spec: StreamSpec, story: dict[str, Any], fields: dict[str, Any], n
         else:
             parts.setdefault(i, []).append((tokens[1:], value))
     turns = [t for t in story.get("turns") or [] if type(t) is dict]
+    _unedited(turns, n, source)
     by_id: dict[str, Any] = {}
     if spec.pair is not None:
         for t in turns:
@@ -741,7 +788,11 @@ def _in_place(spec: StreamSpec, story: dict[str, Any], fields: dict[str, Any], n
             record = _turn_record(spec, turn, n)
         else:
             raise MapcError.single(
-                "export.layout", f"/{n}", f"the Storyline has fewer turns than its records need (record {i} has none)"
+                "export.edited",
+                f"/{n}/turns",
+                f"record {i} of the {source} stream has no turn to write it from: a turn, a tool call or a "
+                f"result was removed after the Storyline was read, and the stream cannot be written back in "
+                f"place{_FRESH.format(source=source)}",
             )
         for tokens, value in parts.get(i, ()):
             record = _put(record, tokens, value)
@@ -749,9 +800,10 @@ def _in_place(spec: StreamSpec, story: dict[str, Any], fields: dict[str, Any], n
         i += 1
     if unclaimed:
         raise MapcError.single(
-            "export.layout",
-            f"/{n}",
-            f"results {', '.join(unclaimed[:3])} belong to no record of the stream they came from",
+            "export.edited",
+            f"/{n}/turns",
+            f"results {', '.join(unclaimed[:3])} are in no record of the {source} stream they came from: a result "
+            f"was added, or given another id, after the Storyline was read{_FRESH.format(source=source)}",
         )
     return records
 
@@ -770,9 +822,23 @@ def _place_marks(
         ):
             holder = _put(holder, tokens, value)  # positions in order: the ids come out in the record's order
         ids = [v for _, v in pairing.record_ids(spec.pair, holder)]
-        if ids and all(v in by_id for v in ids):
+        if ids and all(v in by_id for v in ids) and _still_a_result(spec, [by_id[v] for v in ids], items):
             out[i] = ids
     return out
+
+
+def _still_a_result(spec: StreamSpec, items: list[Any], parts: list[tuple[Tokens, Any]]) -> bool:
+    """Whether the result record of `items`, with the residuals over it, is still a result record:
+    a call record also holds the id at `pair.record` (its own call id), and after a hop its
+    residuals may name it, but they then also say its kind (found by the hop law over generated
+    rollouts: the call was laid out as a result and its turn written once more at the end)."""
+    assert spec.pair is not None
+    entry = next(e for e in spec.entries if e.paired)
+    record = rebuild(spec, entry, pairing.with_results(spec.pair, {}, items))
+    for tokens, value in parts:
+        record = _put(record, tokens, value)
+    found = entry_of(spec, record)
+    return found is not None and found.paired
 
 
 def _turn_record(spec: StreamSpec, turn: dict[str, Any], n: int, fallback: Entry | None = None) -> dict[str, Any]:
@@ -794,12 +860,25 @@ def _with_defaults(entry: Entry | None, record: dict[str, Any]) -> dict[str, Any
     return record
 
 
+def _head(head: str | tuple[Rule, ...], story: dict[str, Any]) -> dict[str, Any]:
+    """The head record of a Storyline from elsewhere: `fn(story)`, or its rules (each a const, or
+    the Storyline's value at `from`, else the rule's `else` when that is absent or null)."""
+    if isinstance(head, str):
+        return dict(_fn(head)(story))
+    record: dict[str, Any] = {}
+    for rule in head:
+        value = rule.value if rule.op == "const" else pointer.resolve(story, rule.src)
+        if rule.op == "copy" and (value is MISSING or value is None):
+            value = MISSING if rule.value is None else rule.value
+        if value is not MISSING:
+            record = _put(record, rule.to, value)
+    return record
+
+
 def _written(spec: StreamSpec, story: dict[str, Any], n: int) -> list[Any]:
     """A Storyline from elsewhere: each turn a record, its results as result records after it."""
     session = str(story.get("session", ""))
-    records: list[dict[str, Any]] = [
-        _put(_fn(e.head)(story), spec.type, e.type) for e in spec.entries if e.head is not None
-    ]
+    records: list[dict[str, Any]] = [_put(_head(e.head, story), spec.type, e.type) for e in spec.entries if e.head]
     paired = next((e for e in spec.entries if e.paired), None)
     for t, turn in enumerate(story.get("turns") or []):
         if type(turn) is not dict:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mapc.engine import fanout as fanout_module
 from mapc.engine import pointer
 from mapc.engine.lint import arrays, source_pointers
 from mapc.engine.spec import RuleSpec, Spec, VarRef
@@ -219,14 +220,46 @@ def _group_rows(spec: Spec, rows: dict[tuple[str, ...], tuple[list[str], list[in
             if entry.first_to is not None:
                 targets.insert(0, f"{pointer.format(entry.first_to)}/{key}")
             _add(rows, (f"{at}/{{r}}{pointer.format(tokens)}",), targets)
+    _fanout_rows(spec, rows)
+
+
+def _fanout_rows(spec: Spec, rows: dict[tuple[str, ...], tuple[list[str], list[int]]]) -> None:
+    """A row corpus's fan-out (`fanout:`): each field's sources reach its turn target; a result's
+    values reach the turn's results."""
+    fan = spec.rows.fanout if spec.rows is not None else None
+    if fan is None:
+        return
+    at = f"{spec.rows.rows.text}/{{r}}"  # type: ignore[union-attr]
+    for kind in fan.kinds:
+        if kind.each is not None:
+            homes = [f"{at}{pointer.format(kind.each)}/{{{kind.var}}}"]
+        else:  # a selection: each place one of its alternatives looks
+            alternatives = spec.rows.selections[kind.var].alternatives  # type: ignore[union-attr]
+            homes = [at + pointer.format(a.at) + ("/{m}" if a.pick != "at" else "") for a in alternatives]
+        for source, target in fanout_module.sources(kind):
+            for home in [at] if source.root == "row" else homes:
+                _add(rows, (home + pointer.format(source.tokens),), ["/turns/{t}" + target])
+    res = fan.results
+    if res is not None:
+        each = f"{at}{pointer.format(res.each)}/{{m}}"
+        for name, tokens in res.value:
+            _add(rows, (each + pointer.format(tokens),), [f"/turns/{{t}}{pointer.format(res.to)}/{{k}}/{name}"])
 
 
 def constants(spec: Spec) -> list[tuple[str, object]]:
     """(target, value) of every constant row: values with no source pointer (a group value's
     constant candidate too: the value when no row gives one)."""
     out = [(t.text, r.value) for r in spec.rules if r.op == "const" and not _reverse_only(r) for t in r.targets]
+    seen: set[tuple[str, str, object]] = set()
     for entry in spec.rows.group if spec.rows is not None else ():
         out += [(pointer.format(t), c.const) for c in entry.candidates if c.const is not MISSING for t in entry.to]
+    fan = spec.rows.fanout if spec.rows is not None else None
+    for kind in fan.kinds if fan is not None else ():
+        for f in kind.fields:
+            for c in f.candidates:
+                if c.src is None and (kind.name, f.text, c.const) not in seen:
+                    seen.add((kind.name, f.text, c.const))
+                    out.append((f"/turns/{{t}}{f.text} ({kind.name})", c.const))
     return out
 
 

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib.resources
 import json
 import math
 import re
@@ -53,9 +52,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
-import yaml
 
-from mapc.engine import canonical, duplicates, plainyaml, pointer, residual, storyline
+from mapc.engine import canonical, duplicates, plainyaml, pointer, residual, resources, storyline
 from mapc.engine.codecs import Codec
 from mapc.engine.options import DEFAULT, Options
 from mapc.engine.problems import MapcError, Problem
@@ -115,11 +113,18 @@ def _fail(code: str, where: str, message: str) -> MapcError:
 # --- YAML ------------------------------------------------------------------------------------------
 
 
-class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
-    """The safe dumper, never writing anchors and aliases (a value shared in memory is written twice)."""
+@functools.cache
+def _dumper() -> Any:
+    """The safe dumper, never writing anchors and aliases (a value shared in memory is written twice).
+    Made on first use: PyYAML is imported by what reads or writes a file, not by every command that
+    asks which codecs there are."""
+    import yaml
 
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
+    class Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+        def ignore_aliases(self, data: Any) -> bool:
+            return True
+
+    return Dumper
 
 
 MAX_FRONTMATTER_DEPTH: Final = 200  # levels of YAML nesting; far below what the YAML composer's recursion allows
@@ -156,7 +161,9 @@ def _yaml_text(mapping: dict[str, Any]) -> str:
     """
     options: dict[str, Any] = {"sort_keys": True, "default_flow_style": False, "width": 2**31 - 1}
     for style in ({"allow_unicode": True}, {"allow_unicode": False, "default_style": '"'}):
-        text = yaml.dump(mapping, Dumper=_Dumper, **options, **style)
+        import yaml
+
+        text = yaml.dump(mapping, Dumper=_dumper(), **options, **style)
         why = "it reads back as other values"
         try:
             if json_equal(_read_yaml(text), mapping):  # read as `decode` will read it
@@ -430,7 +437,7 @@ def parse_document(data: bytes, *, allow_duplicate_keys: bool = False) -> Docume
 @functools.cache
 def _key_orders() -> tuple[dict[str, int], dict[str, int]]:
     """The declared key order of a Storyline root and of a turn (from the hub's schema)."""
-    text = importlib.resources.files("mapc.schemas").joinpath("storyline-v1.schema.json").read_text(encoding="utf-8")
+    text = resources.read_text("mapc.schemas", "storyline-v1.schema.json")
     schema = json.loads(text)
     root = {key: i for i, key in enumerate(schema["properties"])}
     turn = {key: i for i, key in enumerate(schema["$defs"]["turn"]["properties"])}

@@ -11,7 +11,6 @@ from mapc.mappings.openai_chat import json_text_value, json_value_text
 
 _SRC = {"user": "user", "assistant": "agent", "developer": "system", "system": "system"}
 _ROLE = {v: k for k, v in _SRC.items() if k != "system"}  # system → developer, as newer Codex writes
-_USAGE = {"prompt_tokens": "input_tokens", "completion_tokens": "output_tokens", "cached_tokens": "cached_input_tokens"}
 EPOCH = "1970-01-01T00:00:00.000Z"  # the time of a record from a turn that has none
 
 
@@ -123,27 +122,3 @@ def codex_reason(record: Any) -> Any:
         if type(x) is dict and type(x.get("text")) is str
     ]
     return "\n\n".join(texts) if texts else MISSING
-
-
-@register("codex_metrics", 1)
-def codex_metrics(record: Any) -> Any:
-    """A token_count's `last_token_usage` as metrics, OpenAI semantics (input includes cached,
-    output includes reasoning): the counts as they are; what ATIF has no field for goes to extra."""
-    p = record["payload"]
-    last = (
-        (p.get("info") or {}).get("last_token_usage")
-        if p.get("type") == "token_count" and type(p.get("info")) is dict
-        else None
-    )
-    if type(last) is not dict:
-        return MISSING
-    extra = {k: v for k, v in last.items() if k not in _USAGE.values()}
-    return {**{k: last[s] for k, s in _USAGE.items() if last.get(s) is not None}, **({"extra": extra} if extra else {})}
-
-
-@register("codex_session_meta", 1)
-def codex_session_meta(story: Any) -> Any:
-    """The session_meta record a rollout written from another format starts with."""
-    agent, at = story.get("agent") or {}, story.get("started_at") or EPOCH
-    meta = {"id": story.get("session"), "timestamp": at, "cwd": "", "originator": agent.get("name") or "mapc"}
-    return {"timestamp": at, "payload": {**meta, "cli_version": agent.get("ver") or ""}}

@@ -338,10 +338,8 @@ def _blocks_text(blocks: Any, kind: str) -> str:
     )
 
 
-from mapc.mappings import openai_chat  # noqa: E402,F401,I001  (registers the chat and ShareGPT functions)
-from mapc.mappings import openai_msg  # noqa: E402,F401  (registers the OpenAI functions)
-from mapc.mappings import codex  # noqa: E402,F401  (registers the Codex rollout functions)
+# The chat and ShareGPT, OpenAI, Codex and Claude Code functions register in their own modules, which the
+# shipped catalog names after this one (api/__init__.py): a run imports those its spec calls.
 from mapc.mappings import atif_harbor  # noqa: E402
-from mapc.mappings import claude_code  # noqa: E402,F401  (registers the Claude Code functions)
 
 register("atif_extension_slots", 2)(atif_harbor.extension_slots)

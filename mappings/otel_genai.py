@@ -1,143 +1,63 @@
-"""OTLP JSON traces with the OpenTelemetry GenAI semantic conventions (`otel-genai`), both ways.
+"""OTel GenAI spans (`traces/otel-genai.yaml`): the two named functions its spec calls.
 
-A codec (engine/codecs.py), not a YAML spec: a trace is a flat list of spans linked by parent span
-ids, with attributes as `[{key, value: {stringValue: …}}]` lists and ids derived by hashing, and
-the engine has no vocabulary for any of the three yet (the report of issue 17 says which generic
-features would let a spec say it).  What is written, per Storyline:
-
-- an `invoke_agent` span (`gen_ai.operation.name`, `gen_ai.agent.id`/`name`,
-  `gen_ai.conversation.id` = the session); a child Storyline's span is a child of its parent's;
-- a `chat` span per agent turn: `gen_ai.request.model`, `gen_ai.usage.*` tokens from the turn's
-  metrics, `gen_ai.input.messages` (the whole history before the turn, as instrumentations record
-  it) and `gen_ai.output.messages` (text, reasoning and tool-call parts) in the conventions'
-  message JSON; user / system turns are messages of the next chat span's input;
-- an `execute_tool` span per tool call (`gen_ai.tool.name`, `gen_ai.tool.call.id`,
-  `gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`).
-
-Trace and span ids are BLAKE3 of the Storyline identity (the same trajectory gives the same
-trace); start and end times come from `ts`/`finished_at` (`started_at`/`finished_at` for the agent
-span).  Nothing is truncated.  What no GenAI attribute says rides in `storyline.*` attributes — the
-Storyline without its turns on the agent span (`storyline.document`), each turn's other values on
-its span (`storyline.turn`, `storyline.new_turns`, `storyline.trailing_turns`), so that
-Storyline → OTel → Storyline is exact.  Reading a trace back takes each chat span's new input
-messages only (the history it repeats is skipped); a trace written by another instrumentation,
-without `storyline.*` attributes, gives turns from its chat and tool spans.
+The spec and the engine (engine/spans.py) say the trace file's shape; what is here is what the
+GenAI spans mean for turns.  Writing, per Storyline: the `invoke_agent` span, a `chat` span per
+agent turn (`gen_ai.input.messages`: the whole history before the turn, as instrumentations record
+it; user and system turns are messages of the next chat span's input), an `execute_tool` span per
+tool call; what no GenAI attribute says goes in `storyline.*` attributes.  Reading takes each chat
+span's new input messages only (the history it repeats is skipped).
 """
 
 from __future__ import annotations
 
-import json
-from typing import Any, Final
+from typing import Any
 
 import orjson
-from blake3 import blake3
 
-from mapc.engine import duplicates
-from mapc.engine.codecs import Codec
-from mapc.engine.options import DEFAULT, Options
-from mapc.engine.problems import MapcError, Problem
+from mapc.engine.functions import register
+from mapc.engine.problems import MapcError
+from mapc.engine.spans import Context, Span
 from mapc.engine.timestamp import TimestampError, format_rfc3339, timestamp_ns
-from mapc.engine.views import document_id
+from mapc.engine.views import call_results, document_id
 
-NAME: Final = "otel-genai"
-SCOPE: Final = {"name": "mapc", "version": "1"}
-INTERNAL, CLIENT = 1, 3
 OP = "gen_ai.operation.name"
-# What no GenAI attribute says rides in attributes of mapc's own namespace (and one part type).
-NS = "storyline."
-DOC, TURN, NEW_TURNS, TRAILING = NS + "document", NS + "turn", NS + "new_turns", NS + "trailing_turns"
-RESULT_JSON, MSG_PART = NS + "result_json", NS + "msg"
-_ROLES = {"user": "user", "system": "system", "agent": "assistant"}
-_SOURCES = {"user": "user", "system": "system", "assistant": "agent"}
-# Storyline metric names (ATIF, ACTF, OpenAI) read as GenAI usage attributes (a copy: the metrics
-# themselves ride in `storyline.turn`).
-_USAGE = {
-    "gen_ai.usage.input_tokens": ("input_tokens", "prompt_tokens", "prompt_tokens_len"),
-    "gen_ai.usage.output_tokens": ("output_tokens", "completion_tokens", "completion_tokens_len"),
-    "gen_ai.usage.cache_read.input_tokens": ("cached_tokens", "cache_read_input_tokens"),
-}
-
-
-# --- writing -----------------------------------------------------------------------------------
-
-
-def _hex(text: str, nbytes: int) -> str:
-    return blake3(text.encode("utf-8", "surrogatepass")).hexdigest(length=nbytes)
-
-
-def _json(value: Any) -> str:
-    return orjson.dumps(value).decode()
-
-
-def _attr(key: str, value: Any) -> dict[str, Any]:
-    if type(value) is bool:
-        return {"key": key, "value": {"boolValue": value}}
-    if type(value) is int:
-        return {"key": key, "value": {"intValue": str(value)}}
-    return {"key": key, "value": {"stringValue": value if type(value) is str else _json(value)}}
 
 
 def _ns(value: Any) -> int | None:
-    if value is None:
-        return None
     try:
-        return timestamp_ns(value)
+        return None if value is None else timestamp_ns(value)
     except (TimestampError, MapcError, TypeError, ValueError):
         return None
 
 
-def _msg_parts(msg: Any) -> list[dict[str, Any]]:
+def _parts(msg: Any, ns: dict[str, str]) -> list[dict[str, Any]]:
     if msg is None:
         return []
-    if type(msg) is str:
-        return [{"type": "text", "content": msg}]
-    return [{"type": MSG_PART, "content": msg}]  # a GenericPart: content lists, objects
+    # A text is a text part; content lists and objects ride whole in a GenericPart of mapc's type.
+    return [{"type": "text", "content": msg}] if type(msg) is str else [{"type": ns["msg_part"], "content": msg}]
 
 
-def _results(turn: dict[str, Any]) -> dict[str, Any] | None:
-    """The observation results by call id, when the observation is just `{results: [...]}` of
-    `{source_call_id, content}` answering the turn's calls once each, in call order."""
-    obs, calls = turn.get("observation"), turn.get("tool_calls")
-    if type(obs) is not dict or set(obs) != {"results"} or type(calls) is not list:
-        return None
-    results = obs["results"]
-    if type(results) is not list or not results:
-        return None
-    order = [c.get("tcid") for c in calls if type(c) is dict]
-    seen: list[str] = []
-    for r in results:
-        if type(r) is not dict or set(r) != {"source_call_id", "content"} or r["source_call_id"] not in order:
-            return None
-        seen.append(r["source_call_id"])
-    if len(set(seen)) != len(seen) or seen != [t for t in order if t in seen]:
-        return None
-    return {r["source_call_id"]: r["content"] for r in results}
+def _output(turn: dict[str, Any], ns: dict[str, str]) -> dict[str, Any]:
+    """The output message of an agent turn: reasoning, text and tool-call parts."""
+    parts = _parts(turn.get("msg"), ns)
+    if type(turn.get("reason")) is str:
+        parts.insert(0, {"type": "reasoning", "content": turn["reason"]})
+    calls = [c for c in turn.get("tool_calls") or [] if type(c) is dict]
+    parts += [{"type": "tool_call", "id": c["tcid"], "name": c["fn"], "arguments": c["args"]} for c in calls]
+    return {"role": "assistant", "parts": parts, "finish_reason": "tool_call" if calls else "stop"}
 
 
-def _span(trace: str, span: str, parent: str | None, name: str, kind: int, start: int, end: int, attrs: list) -> dict:
-    out: dict[str, Any] = {"traceId": trace, "spanId": span}
-    if parent:
-        out["parentSpanId"] = parent
-    out.update(
-        name=name,
-        kind=kind,
-        startTimeUnixNano=str(start),
-        endTimeUnixNano=str(max(start, end)),
-        attributes=attrs,
-        status={},
-    )
-    return out
-
-
-def _story_spans(story: dict[str, Any], trace: str, parent_span: str | None) -> tuple[str, list[dict[str, Any]]]:
-    ident = document_id(story)
-    agent_span = _hex(f"invoke_agent\0{ident}", 8)
-    turns = story.get("turns") or []
-    agent = story.get("agent") or {}
+@register("otel_spans", 2)
+def otel_spans(story: dict[str, Any], ctx: Context) -> list[dict[str, Any]]:
+    """The span drafts of one Storyline (engine/spans.py): its `invoke_agent` span first."""
+    t_ = ctx.tables
+    ns, kinds = t_["ns"], t_["span_kinds"]
+    ident, session = document_id(story), story["session"]
+    turns, agent = story.get("turns") or [], story.get("agent") or {}
     started = _ns(story.get("started_at"))
     first = next((n for t in turns if (n := _ns(t.get("ts"))) is not None), None)
     base = started if started is not None else first if first is not None else 0
-    spans: list[dict[str, Any]] = []
+    drafts: list[dict[str, Any]] = []
     history: list[dict[str, Any]] = []
     pending: list[dict[str, Any]] = []
     last = base
@@ -149,187 +69,120 @@ def _story_spans(story: dict[str, Any], trace: str, parent_span: str | None) -> 
         last = max(last, end)
         rest = {k: v for k, v in turn.items() if k != "msg"}
         if turn.get("src") != "agent":
-            history.append({"role": _ROLES.get(turn.get("src"), turn.get("src")), "parts": _msg_parts(turn.get("msg"))})
+            role = t_["roles"].get(turn.get("src"), turn.get("src"))
+            history.append({"role": role, "parts": _parts(turn.get("msg"), ns)})
             pending.append(rest)
             continue
-        parts = _msg_parts(turn.get("msg"))
         if type(turn.get("reason")) is str:
-            parts.insert(0, {"type": "reasoning", "content": rest.pop("reason")})
+            rest.pop("reason")
         calls = [c for c in turn.get("tool_calls") or [] if type(c) is dict]
         if "tool_calls" in turn:
             rest["tool_calls"] = [{k: v for k, v in c.items() if k not in ("tcid", "fn", "args")} for c in calls]
-        for c in calls:
-            parts.append({"type": "tool_call", "id": c["tcid"], "name": c["fn"], "arguments": c["args"]})
-        results = _results(turn)
+        results = call_results(turn)
         if results is not None:
             rest.pop("observation")
-        output = {"role": "assistant", "parts": parts, "finish_reason": "tool_call" if calls else "stop"}
+        output = _output(turn, ns)
         model = turn.get("model") or agent.get("model")
-        chat_span = _hex(f"chat\0{ident}\0{t}", 8)
-        attrs = [_attr(OP, "chat"), _attr("gen_ai.conversation.id", story["session"])]
+        attrs: list[list[Any]] = [[OP, "chat"], ["gen_ai.conversation.id", session]]
         if model:
-            attrs.append(_attr("gen_ai.request.model", model))
+            attrs.append(["gen_ai.request.model", model])
         metrics = turn.get("metrics")
-        for key, names in _USAGE.items():
+        for key, names in t_["usage"].items():
             value = next((metrics[n] for n in names if type(metrics) is dict and type(metrics.get(n)) is int), None)
             if value is not None:
-                attrs.append(_attr(key, value))
-        attrs += [_attr("gen_ai.input.messages", history), _attr("gen_ai.output.messages", [output])]
-        attrs.append(_attr(TURN, rest))
+                attrs.append([key, value])
+        attrs += [["gen_ai.input.messages", history], ["gen_ai.output.messages", [output]], [ns["turn"], rest]]
         if pending:
-            attrs.append(_attr(NEW_TURNS, pending))
-        spans.append(
-            _span(trace, chat_span, agent_span, f"chat {model}" if model else "chat", CLIENT, start, end, attrs)
-        )
-        history = [*history, output]
-        pending = []
+            attrs.append([ns["new_turns"], pending])
+        name = f"chat {model}" if model else "chat"
+        drafts.append(_draft(["chat", ident, str(t)], 0, name, kinds["client"], start, end, attrs))
+        history, pending = [*history, output], []
         for c, call in enumerate(calls):
-            tool_attrs = [
-                _attr(OP, "execute_tool"),
-                _attr("gen_ai.tool.name", call["fn"]),
-                _attr("gen_ai.tool.call.id", call["tcid"]),
-                _attr("gen_ai.tool.call.arguments", _json(call["args"])),
-            ]
+            tool = [[OP, "execute_tool"], ["gen_ai.tool.name", call["fn"]], ["gen_ai.tool.call.id", call["tcid"]]]
+            tool.append(["gen_ai.tool.call.arguments", orjson.dumps(call["args"]).decode()])
             if results is not None and call["tcid"] in results:
                 content = results[call["tcid"]]
-                tool_attrs.append(_attr("gen_ai.tool.call.result", content))
+                tool.append(["gen_ai.tool.call.result", content])
                 if type(content) is not str:
-                    tool_attrs.append(_attr(RESULT_JSON, True))
-                history.append(
-                    {"role": "tool", "parts": [{"type": "tool_call_response", "id": call["tcid"], "response": content}]}
-                )
-            span_id = _hex(f"execute_tool\0{ident}\0{t}\0{c}", 8)
-            spans.append(
-                _span(trace, span_id, agent_span, f"execute_tool {call['fn']}", INTERNAL, end, end, tool_attrs)
+                    tool.append([ns["result_json"], True])
+                part = {"type": "tool_call_response", "id": call["tcid"], "response": content}
+                history.append({"role": "tool", "parts": [part]})
+            tool_name = f"execute_tool {call['fn']}"
+            drafts.append(
+                _draft(["execute_tool", ident, str(t), str(c)], 0, tool_name, kinds["internal"], end, end, tool)
             )
     finished = _ns(story.get("finished_at"))
-    name = agent.get("name") or agent.get("id")
-    attrs = [
-        _attr(OP, "invoke_agent"),
-        _attr("gen_ai.agent.id", agent.get("id")),
-        _attr("gen_ai.agent.name", name),
-        _attr("gen_ai.conversation.id", story["session"]),
-    ]
+    agent_name = agent.get("name") or agent.get("id")
+    attrs = [[OP, "invoke_agent"], ["gen_ai.agent.id", agent.get("id")], ["gen_ai.agent.name", agent_name]]
+    attrs.append(["gen_ai.conversation.id", session])
     if agent.get("model"):
-        attrs.append(_attr("gen_ai.request.model", agent["model"]))
-    attrs.append(_attr(DOC, {k: v for k, v in story.items() if k != "turns"}))
+        attrs.append(["gen_ai.request.model", agent["model"]])
+    attrs.append([ns["document"], {k: v for k, v in story.items() if k != "turns"}])
     if pending:
-        trailing = [t for t in turns[len(turns) - len(pending) :]]
-        attrs.append(_attr(TRAILING, trailing))
+        attrs.append([ns["trailing"], turns[len(turns) - len(pending) :]])
     end = finished if finished is not None else last
-    root = _span(trace, agent_span, parent_span, f"invoke_agent {name}", INTERNAL, base, end, attrs)
-    return agent_span, [root, *spans]
+    root = _draft(["invoke_agent", ident], None, f"invoke_agent {agent_name}", kinds["internal"], base, end, attrs)
+    if "openinference" in t_:
+        for d in (root, *drafts):
+            d["attributes"] += _openinference(dict(d["attributes"]), t_["openinference"])
+    return [root, *drafts]
 
 
-def encode(stories: list[dict[str, Any]]) -> str:
-    """One OTLP/HTTP JSON request (`ExportTraceServiceRequest`) for the Storylines (already valid):
-    one trace per tree of parent and child Storylines."""
-    by_id = {document_id(s): s for s in stories}
-    spans: list[dict[str, Any]] = []
-    agent_spans: dict[str, str] = {}
-    for story in _parents_first(stories, by_id):
-        root = story
-        while type(root.get("parent")) is dict and root["parent"].get("psid") in by_id:
-            root = by_id[root["parent"]["psid"]]
-        trace = _hex(f"trace\0{document_id(root)}", 16)
-        psid = (story.get("parent") or {}).get("psid") if type(story.get("parent")) is dict else None
-        span_id, own = _story_spans(story, trace, agent_spans.get(psid) if psid else None)
-        agent_spans[document_id(story)] = span_id
-        spans += own
-    request = {
-        "resourceSpans": [
-            {
-                "resource": {"attributes": [_attr("service.name", "mapc")]},
-                "scopeSpans": [{"scope": SCOPE, "spans": spans}],
-            }
-        ]
-    }
-    return json.dumps(request, ensure_ascii=False, indent=2) + "\n"
+def _mime(value: Any) -> str:
+    if type(value) is not str:
+        return "application/json"
+    try:
+        return "application/json" if type(orjson.loads(value)) in (dict, list) else "text/plain"
+    except orjson.JSONDecodeError:
+        return "text/plain"
 
 
-def _parents_first(stories: list[dict[str, Any]], by_id: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    done: set[str] = set()
-
-    def visit(story: dict[str, Any]) -> None:
-        ident = document_id(story)
-        if ident in done:
-            return
-        done.add(ident)
-        parent = story.get("parent")
-        if type(parent) is dict and parent.get("psid") in by_id:
-            visit(by_id[parent["psid"]])
-        out.append(story)
-
-    for story in stories:
-        visit(story)
+def _openinference(attrs: dict[str, Any], oi: dict[str, Any]) -> list[list[Any]]:
+    """The OpenInference attributes (what Phoenix reads) a span's GenAI attributes say: its kind,
+    copies, JSON input/output values, and messages flattened to `PREFIX.i.message.…` keys."""
+    out: list[list[Any]] = [["openinference.span.kind", oi["kinds"][attrs[OP]]]]
+    out += [[to, attrs[src]] for to, src in oi["copy"].items() if src in attrs]
+    for to, src in oi["values"]:
+        if src in attrs:
+            value = attrs[src]
+            text = value if type(value) is str else orjson.dumps(value).decode()
+            out += [[to, text], [to.replace(".value", ".mime_type"), _mime(value)]]
+    for prefix, src in oi["messages"].items():
+        for i, message in enumerate(attrs.get(src) or []):
+            at = f"{prefix}.{i}.message"
+            out.append([f"{at}.role", message["role"]])
+            texts = [p["content"] for p in message["parts"] if p["type"] == "text"]
+            if texts:
+                out.append([f"{at}.content", "".join(texts)])
+            calls = [p for p in message["parts"] if p["type"] == "tool_call"]
+            for j, call in enumerate(calls):
+                out.append([f"{at}.tool_calls.{j}.tool_call.id", call["id"]])
+                out.append([f"{at}.tool_calls.{j}.tool_call.function.name", call["name"]])
+                out.append(
+                    [f"{at}.tool_calls.{j}.tool_call.function.arguments", orjson.dumps(call["arguments"]).decode()]
+                )
+            for part in (p for p in message["parts"] if p["type"] == "tool_call_response"):
+                out.append([f"{at}.tool_call_id", part["id"]])
+                response = part["response"]
+                out.append([f"{at}.content", response if type(response) is str else orjson.dumps(response).decode()])
     return out
+
+
+def _draft(parts: list[str], parent: int | None, name: str, kind: int, start: int, end: int, attrs: list) -> dict:
+    return {
+        "id": parts,
+        "parent": parent,
+        "fields": {"name": name, "kind": kind},
+        "start": start,
+        "end": end,
+        "attributes": attrs,
+    }
 
 
 # --- reading -----------------------------------------------------------------------------------
 
 
-def _fail(code: str, at: str, message: str) -> MapcError:
-    return MapcError([Problem(code, at, message)])
-
-
-def _value(v: Any) -> Any:
-    if type(v) is not dict or len(v) != 1:
-        return None
-    ((kind, inner),) = v.items()
-    if kind == "intValue":
-        return int(inner)
-    if kind == "arrayValue":
-        return [_value(x) for x in (inner or {}).get("values", [])]
-    if kind == "kvlistValue":
-        return {kv["key"]: _value(kv.get("value")) for kv in (inner or {}).get("values", [])}
-    return inner
-
-
-def _attrs(span: dict[str, Any]) -> dict[str, Any]:
-    return {a["key"]: _value(a.get("value")) for a in span.get("attributes") or [] if type(a) is dict and "key" in a}
-
-
-def _loads(allow_duplicate_keys: bool, value: Any, at: str) -> Any:
-    """An attribute's JSON text, decoded; a key repeated in one of its objects is refused (at the
-    attribute) unless allowed, as in the file itself."""
-    if type(value) is not str:
-        return value
-    try:
-        out = orjson.loads(value)
-    except orjson.JSONDecodeError:
-        raise _fail("otel.invalid", at, "expected JSON text in this attribute") from None
-    if not allow_duplicate_keys:
-        found = duplicates.problems_of(value, out)
-        if found:
-            where = found[0].pointer
-            raise _fail("json.duplicate_key", at, f"the JSON text of this attribute repeats a key (at {where})")
-    return out
-
-
-def _spans(doc: Any) -> list[tuple[str, dict[str, Any]]]:
-    if type(doc) is not dict or type(doc.get("resourceSpans")) is not list:
-        raise _fail("otel.invalid", "", 'expected an OTLP JSON trace request: {"resourceSpans": [...]}')
-    out = []
-    for r, rs in enumerate(doc["resourceSpans"]):
-        for s, ss in enumerate((rs or {}).get("scopeSpans") or []):
-            for n, span in enumerate((ss or {}).get("spans") or []):
-                at = f"/resourceSpans/{r}/scopeSpans/{s}/spans/{n}"
-                if type(span) is not dict:
-                    raise _fail("otel.invalid", at, "a span is an object")
-                for key, size in (("traceId", 32), ("spanId", 16)):
-                    value = span.get(key)
-                    if (
-                        type(value) is not str
-                        or len(value) != size
-                        or any(c not in "0123456789abcdefABCDEF" for c in value)
-                    ):
-                        raise _fail("otel.bad_id", f"{at}/{key}", f"expected {size} hex digits")
-                out.append((at, span))
-    return out
-
-
-def _is_tool_result(message: dict[str, Any]) -> bool:
+def _tool_result_only(message: dict[str, Any]) -> bool:
     """A message holding tool results only (they are read from the execute_tool spans)."""
     parts = message.get("parts")
     return (
@@ -339,9 +192,9 @@ def _is_tool_result(message: dict[str, Any]) -> bool:
     )
 
 
-def _text(parts: list[Any]) -> Any:
+def _text(parts: list[Any], ns: dict[str, str]) -> Any:
     """A message's text from its parts: one text part's content, a `storyline.msg` part's value."""
-    texts = [p for p in parts if type(p) is dict and p.get("type") in ("text", MSG_PART)]
+    texts = [p for p in parts if type(p) is dict and p.get("type") in ("text", ns["msg_part"])]
     if not texts:
         return None
     if len(texts) == 1:
@@ -349,98 +202,83 @@ def _text(parts: list[Any]) -> Any:
     return "".join(str(p.get("content", "")) for p in texts)
 
 
-def decode(data: bytes, path: str | None = None, options: Options = DEFAULT) -> list[dict[str, Any]]:
-    """The Storylines of an OTLP JSON trace file: one per `invoke_agent` span.  A key repeated in
-    one object is refused (``json.duplicate_key``) unless `options` allow it (the last value wins)."""
-    try:
-        doc = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise _fail("json.invalid", "", f"not valid JSON: {exc}") from None
-    repeated = [] if options.allow_duplicate_keys else duplicates.problems_of(data, doc)
-    if repeated:
-        raise MapcError(repeated)
-    spans = _spans(doc)
-    by_id = {span["spanId"].lower(): (at, span) for at, span in spans}
-    agents = [(at, span) for at, span in spans if _attrs(span).get(OP) == "invoke_agent"]
-    if not agents:
-        raise _fail("otel.no_agent", "", "no invoke_agent span: nothing says where a trajectory is")
-    agent_ids = {span["spanId"].lower() for _, span in agents}
-
-    def owner(span: dict[str, Any]) -> str | None:
-        seen = 0
-        parent = (span.get("parentSpanId") or "").lower()
-        while parent and seen < len(spans):
-            if parent in agent_ids:
-                return parent
-            parent = (by_id.get(parent, ("", {}))[1].get("parentSpanId") or "").lower()
-            seen += 1
-        return None
-
-    members: dict[str, list[tuple[str, dict[str, Any]]]] = {a["spanId"].lower(): [] for _, a in agents}
-    for at, span in spans:
-        if span["spanId"].lower() not in agent_ids:
-            home = owner(span)
-            if home is not None:
-                members[home].append((at, span))
-    stories = []
-    for at, span in agents:
-        own = sorted(members[span["spanId"].lower()], key=lambda m: int(m[1].get("startTimeUnixNano") or 0))
-        stories.append(_story(at, span, own, agents, options.allow_duplicate_keys))
-    return stories
+def _messages(ctx: Context, span: Span, key: str) -> list[Any]:
+    """A messages attribute's list (JSON text of the conventions' message schema; null: none)."""
+    found = ctx.json(span.attrs.get(key, "[]"), f"{span.at}/attributes")
+    return [] if found is None else list(ctx.json(found, f"{span.at}/attributes", list))
 
 
-def _story(
-    at: str, span: dict[str, Any], own: list[tuple[str, dict[str, Any]]], agents: list, allow_duplicate_keys: bool
-) -> dict[str, Any]:
-    attrs = _attrs(span)
-    if DOC in attrs:
-        story = _loads(allow_duplicate_keys, attrs[DOC], f"{at}/attributes")
+@register("otel_story", 5)
+def otel_story(
+    root: Span | None, own: list[Span], roots: list[Span], ctx: Context, key: str
+) -> tuple[dict[str, Any], bool]:
+    """The Storyline of one `invoke_agent` span (None: a trace without one, `key` its id) from
+    its spans in start order, and whether the trace carried it whole (mapc wrote it)."""
+    t_ = ctx.tables
+    ns = t_["ns"]
+    attrs = root.attrs if root is not None else {}
+    at = root.at if root is not None else ""
+    foreign = ns["document"] not in attrs
+    if not foreign:
+        story = ctx.json(attrs[ns["document"]], f"{at}/attributes", dict)
     else:
-        agent_id = attrs.get("gen_ai.agent.id") or attrs.get("gen_ai.agent.name") or "otel-genai"
+        trace = root.raw["traceId"].lower() if root is not None else key
         story = {
             "schema_version": "storyline/v1",
-            "origin": {"format": NAME},
-            "session": attrs.get("gen_ai.conversation.id") or span["traceId"].lower(),
+            "origin": {"format": ctx.spec.name},
+            "session": attrs.get("gen_ai.conversation.id") or trace,
             "agent": {
-                "id": agent_id,
+                "id": attrs.get("gen_ai.agent.id") or attrs.get("gen_ai.agent.name") or ctx.spec.name,
                 **({"name": attrs["gen_ai.agent.name"]} if attrs.get("gen_ai.agent.name") else {}),
             },
         }
+        if root is not None:
+            for k, to in (("startTimeUnixNano", "started_at"), ("endTimeUnixNano", "finished_at")):
+                if root.raw.get(k):
+                    story[to] = format_rfc3339(int(root.raw[k]))
     turns: list[dict[str, Any]] = []
-    tools = {}
-    for _, s in own:
-        a = _attrs(s)
-        if a.get(OP) == "execute_tool":
-            tools[a.get("gen_ai.tool.call.id")] = a
+    tools: dict[Any, Span] = {}
+    responses: dict[Any, Any] = {}  # tool results a later chat span's input repeats, by call id
+    for s in own:
+        if s.attrs.get(OP) == "execute_tool":
+            tools[s.attrs.get("gen_ai.tool.call.id")] = s
+        elif s.attrs.get(OP) == "chat" and foreign:
+            for m in _messages(ctx, s, "gen_ai.input.messages"):
+                if type(m) is dict and _tool_result_only(m):
+                    for part in m["parts"]:
+                        responses.setdefault(part.get("id"), part.get("response"))
     seen_inputs = 0
-    for sat, s in own:
-        a = _attrs(s)
+    for s in own:
+        a = s.attrs
         if a.get(OP) != "chat":
             continue
-        inputs = _loads(allow_duplicate_keys, a.get("gen_ai.input.messages", "[]"), f"{sat}/attributes") or []
-        outputs = _loads(allow_duplicate_keys, a.get("gen_ai.output.messages", "[]"), f"{sat}/attributes") or []
-        new = [m for m in inputs[seen_inputs:] if type(m) is dict and not _is_tool_result(m)]
-        residuals = _loads(allow_duplicate_keys, a[NEW_TURNS], f"{sat}/attributes") if NEW_TURNS in a else None
-        for k, message in enumerate(new):
-            msg = _text(message.get("parts") or [])
-            if residuals is not None and k < len(residuals):
-                turns.append({**residuals[k], "msg": msg})
+        inputs = _messages(ctx, s, "gen_ai.input.messages")
+        outputs = _messages(ctx, s, "gen_ai.output.messages")
+        new = [m for m in inputs[seen_inputs:] if type(m) is dict and not _tool_result_only(m)]
+        residuals = ctx.json(a[ns["new_turns"]], f"{s.at}/attributes", list) if ns["new_turns"] in a else None
+        for n, message in enumerate(new):
+            msg = _text(message.get("parts") or [], ns)
+            if residuals is not None and n < len(residuals):
+                turns.append({**residuals[n], "msg": msg})
             else:
-                src = _SOURCES.get(message.get("role"), message.get("role") or "user")
+                src = t_["sources"].get(message.get("role"), message.get("role") or "user")
                 turns.append({"id": len(turns) + 1, "src": src, "msg": msg})
         seen_inputs = len(inputs) + 1
         output = outputs[0] if outputs and type(outputs[0]) is dict else {"parts": []}
         parts = output.get("parts") or []
-        if TURN in a:
-            turn = dict(_loads(allow_duplicate_keys, a[TURN], f"{sat}/attributes"))
+        if ns["turn"] in a:
+            turn = dict(ctx.json(a[ns["turn"]], f"{s.at}/attributes", dict))
         else:
             turn = {"id": len(turns) + 1, "src": "agent"}
-            start = s.get("startTimeUnixNano")
-            if start:
-                turn["ts"] = format_rfc3339(int(start))
+            for k, to in (("startTimeUnixNano", "ts"), ("endTimeUnixNano", "finished_at")):
+                if s.raw.get(k):
+                    turn[to] = format_rfc3339(int(s.raw[k]))
             if a.get("gen_ai.request.model"):
                 turn["model"] = a["gen_ai.request.model"]
-        turn["msg"] = _text(parts)
+            usage = {to: a[k] for k, to in t_["read_usage"].items() if type(a.get(k)) is int}
+            if usage:
+                turn["metrics"] = usage
+        turn["msg"] = _text(parts, ns)
         reasoning = [p for p in parts if type(p) is dict and p.get("type") == "reasoning"]
         if reasoning:
             turn["reason"] = reasoning[0].get("content")
@@ -453,31 +291,23 @@ def _story(
             ]
             results = []
             for p in calls:
-                tool = tools.get(p.get("id"))
-                if tool is not None and "gen_ai.tool.call.result" in tool:
-                    content = tool["gen_ai.tool.call.result"]
-                    if tool.get(RESULT_JSON):
-                        content = _loads(allow_duplicate_keys, content, f"{sat}/attributes")
+                tool = tools.pop(p.get("id"), None)
+                if tool is not None and "gen_ai.tool.call.result" in tool.attrs:
+                    content = tool.attrs["gen_ai.tool.call.result"]
+                    if tool.attrs.get(ns["result_json"]):
+                        content = ctx.json(content, f"{s.at}/attributes")
                     results.append({"source_call_id": p.get("id"), "content": content})
+                elif foreign and p.get("id") in responses:
+                    results.append({"source_call_id": p.get("id"), "content": responses[p.get("id")]})
             if results:
                 turn["observation"] = {"results": results}
         turns.append(turn)
-    if TRAILING in attrs:
-        turns += _loads(allow_duplicate_keys, attrs[TRAILING], f"{at}/attributes")
+    if ns["trailing"] in attrs:
+        turns += ctx.json(attrs[ns["trailing"]], f"{at}/attributes", list)
     story["turns"] = turns
-    if DOC not in attrs:
-        parent = (span.get("parentSpanId") or "").lower()
-        for _pat, p in agents:
-            if p["spanId"].lower() == parent:
-                story["parent"] = {"psid": _attrs(p).get("gen_ai.conversation.id") or p["traceId"].lower()}
-    return story
-
-
-CODEC: Final = Codec(
-    name=NAME,
-    source=NAME,
-    decode=decode,
-    encode=encode,
-    path_patterns=("*.otlp.json",),
-    description="OTLP JSON traces with the OpenTelemetry GenAI semantic conventions",
-)
+    if foreign and root is not None:
+        parent = (root.raw.get("parentSpanId") or "").lower()
+        for p in roots:
+            if p.raw["spanId"].lower() == parent:
+                story["parent"] = {"psid": p.attrs.get("gen_ai.conversation.id") or p.raw["traceId"].lower()}
+    return story, not foreign

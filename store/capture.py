@@ -9,6 +9,15 @@ headers followed by one ``http.stream.frame`` per SSE frame, each with its raw t
 projection: docs/formats.md, "Events").  Streamed bytes are written to the client as they arrive, so
 the client sees the upstream's stream as it is.
 
+A WebSocket upgrade (OpenAI Realtime, ...) is not an HTTP exchange and is not recorded as one (the
+events RFC: other transports have kinds of their own): the proxy accepts the client's WebSocket,
+opens one to the upstream with the same path, headers and subprotocols, and relays every message
+both ways as it comes, recording ``transport.websocket.open`` (the handshake, credentials
+redacted), one ``transport.websocket.message`` per message (``direction`` ``client`` or
+``server``, ``text`` or base64 ``binary`` data, ``timing.offset_ms``) and
+``transport.websocket.close`` (who closed, the code).  Its records are committed every
+`WS_BATCH` messages and at the close, so a crash loses at most the messages of one batch.
+
 The server and the upstream client are aiohttp's.  An exchange's events are appended in one Lance
 commit when it ends (`events.admit`, off the event loop, one writer at a time), so a crash loses
 at most the exchanges in flight, never half of one.
@@ -61,6 +70,13 @@ HOP_BY_HOP: Final = frozenset(
 )
 
 
+# The WebSocket handshake's own headers: aiohttp's client makes them anew for the upstream connection.
+WS_HANDSHAKE: Final = frozenset(
+    {"sec-websocket-key", "sec-websocket-version", "sec-websocket-extensions", "sec-websocket-protocol"}
+)
+WS_BATCH: Final = 64  # WebSocket messages per commit (a long session is not held in memory until it ends)
+
+
 @dataclass
 class Recorder:
     """Where captured exchanges go: the table, the session, and the per-session ``seq`` counter."""
@@ -89,8 +105,9 @@ class Recorder:
             "payload": payload,
         }
 
-    async def commit(self, records: list[dict[str, Any]]) -> None:
-        """Append one exchange's records in one commit, off the event loop, one commit at a time."""
+    async def commit(self, records: list[dict[str, Any]], *, ends: bool = True) -> None:
+        """Append one exchange's records in one commit, off the event loop, one commit at a time
+        (`ends`: the exchange ends with them; a WebSocket session commits in batches)."""
         if self.append is None:
             from mapc.store import events
 
@@ -99,20 +116,30 @@ class Recorder:
             append = self.append
         async with self.lock:
             await asyncio.get_running_loop().run_in_executor(None, append, self.table, records)
-            self.exchanges += 1
+            self.exchanges += 1 if ends else 0
             self.appended += len(records)
 
 
 def redact(headers: Any) -> tuple[dict[str, str], bool]:
-    """The headers as a dict (repeated names joined by ", "), credentials replaced; and whether any was."""
+    """The headers as a dict (repeated names joined by ", "), credentials replaced; and whether any was.
+    A WebSocket subprotocol that carries a key (browsers cannot set headers: ``openai-insecure-api-key.sk-…``)
+    is a credential too: that protocol's name is kept, its key replaced."""
     out: dict[str, str] = {}
     redacted = False
     for name, value in headers.items():
         key = name.lower()
         if key in SECRET_HEADERS:
             value, redacted = REDACTED, True
+        elif key == "sec-websocket-protocol" and "key" in value.lower():
+            value = ", ".join(_redacted_protocol(p.strip()) for p in value.split(","))
+            redacted = True
         out[key] = f"{out[key]}, {value}" if key in out else value
     return out, redacted
+
+
+def _redacted_protocol(protocol: str) -> str:
+    head, dot, _ = protocol.partition(".")
+    return f"{head}.{REDACTED}" if dot and "key" in head.lower() else protocol
 
 
 def body_fields(data: bytes, content_type: str, key: str) -> dict[str, Any]:
@@ -203,6 +230,8 @@ def make_app(upstream: str, recorder: Recorder) -> Any:
         call_id = uuid.uuid4().hex
         started = _now_ms()
         clock = time.monotonic()
+        if request.headers.get("Upgrade", "").lower() == "websocket":
+            return await websocket(request, call_id, started, clock)
         data = await request.read()
         headers, redacted = redact(request.headers)
         http: dict[str, Any] = {
@@ -271,6 +300,72 @@ def make_app(upstream: str, recorder: Recorder) -> Any:
                 )
         await recorder.commit(records)
         return response
+
+    async def websocket(request: web.Request, call_id: str, started: int, clock: float) -> web.StreamResponse:
+        """Relay one WebSocket session between the client and the upstream, recording every message."""
+        from aiohttp import WSMsgType, WSServerHandshakeError
+
+        headers, redacted = redact(request.headers)
+        protocols = [p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",") if p.strip()]
+        opened: dict[str, Any] = {"url": str(request.rel_url), "path": base_path + request.path, "headers": headers}
+        opened["headers_redacted"] = redacted
+        peer = request.transport.get_extra_info("peername") if request.transport is not None else None
+        payload = {"websocket": opened, "connection": connection(request), "client": client_info(request, peer)}
+        pending = [recorder.record("transport.websocket.open", call_id, payload, started)]
+        sent = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP | WS_HANDSHAKE}
+        try:
+            upstream_ws = await clients[0].ws_connect(
+                base + str(request.rel_url), headers=sent, protocols=protocols, autoclose=False, max_msg_size=0
+            )
+        except (OSError, WSServerHandshakeError) as exc:  # refused or unreachable: a 502, recorded
+            status = exc.status if isinstance(exc, WSServerHandshakeError) else 502
+            closed = {"websocket": {"by": "upstream", "error": str(exc), "status": status}}
+            pending.append(recorder.record("transport.websocket.close", call_id, closed, _now_ms()))
+            await recorder.commit(pending)
+            return web.Response(status=502, text=f"upstream WebSocket: {exc}")
+        client_ws = web.WebSocketResponse(protocols=[upstream_ws.protocol] if upstream_ws.protocol else ())
+        await client_ws.prepare(request)
+
+        async def note(direction: str, message: Any) -> None:
+            offset = round((time.monotonic() - clock) * 1000)
+            if message.type == WSMsgType.TEXT:
+                frame: dict[str, Any] = {"direction": direction, "type": "text", "data": message.data}
+            else:
+                data = base64.b64encode(message.data).decode("ascii")
+                frame = {"direction": direction, "type": "binary", "data": data, "body_encoding": "base64"}
+            payload = {"websocket": frame, "timing": {"offset_ms": offset}}
+            pending.append(recorder.record("transport.websocket.message", call_id, payload, _now_ms()))
+            if len(pending) >= WS_BATCH:
+                batch = pending[:]
+                pending.clear()
+                await recorder.commit(batch, ends=False)
+
+        async def pump(source: Any, sink: Any, direction: str) -> tuple[str, Any]:
+            async for message in source:  # ends at a close frame (or a dropped connection)
+                if message.type == WSMsgType.TEXT:
+                    await sink.send_str(message.data)
+                elif message.type == WSMsgType.BINARY:
+                    await sink.send_bytes(message.data)
+                else:
+                    continue
+                await note(direction, message)
+            return direction, source.close_code
+
+        pumps = [
+            asyncio.ensure_future(pump(client_ws, upstream_ws, "client")),
+            asyncio.ensure_future(pump(upstream_ws, client_ws, "server")),
+        ]
+        done, rest = await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+        by, code = next(iter(done)).result()
+        for side in (upstream_ws, client_ws):  # the other side is closed with the code the first gave
+            await side.close(code=code or 1000)
+        for task in rest:
+            task.cancel()
+        await asyncio.gather(*rest, return_exceptions=True)
+        closed = {"websocket": {"by": "client" if by == "client" else "upstream", "code": code}}
+        pending.append(recorder.record("transport.websocket.close", call_id, closed, _now_ms()))
+        await recorder.commit(pending)
+        return client_ws
 
     app = web.Application(client_max_size=1024**3)
     app.on_startup.append(on_startup)

@@ -23,8 +23,9 @@ allocates sequence numbers.  None of that is a pointer-to-pointer rule, and even
 
 from __future__ import annotations
 
+import copy
 import fcntl
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,8 @@ from typing import Any, Final
 
 import orjson
 
-from mapc.engine import duplicates, storyline
+from mapc.engine import duplicates, pointer, storyline
+from mapc.engine.options import DEFAULT, Options
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.rules import SCHEMA_VERSION
 from mapc.engine.timestamp import TimestampError, format_rfc3339, parse_rfc3339, timestamp_ns
@@ -48,6 +50,9 @@ MAX_DEPTH: Final = 200
 
 REQUEST_KINDS: Final = frozenset({"llm.request", "http.request"})
 FRAME_KIND: Final = "http.stream.frame"  # one raw SSE frame of a streamed response (kept, not yet projected)
+# Other transports' records (a WebSocket session: transport.websocket.open / message / close) are
+# not HTTP calls: projected as they are, in order, as internal turns (no protocol re-parses them yet).
+TRANSPORT_PREFIX: Final = "transport."
 RESPONSE_KINDS: Final = frozenset({"llm.response", "llm.response.stream", "http.response", "http.response.stream"})
 
 # Optional top-level strings of an EventRecord: the identity keys, then the correlation envelope.
@@ -675,7 +680,9 @@ def _model_of(payload: dict[str, Any]) -> str | None:
     return None
 
 
-def project_records(records: list[dict[str, Any]], *, notes: list[Problem] | None = None) -> dict[str, Any]:
+def project_records(
+    records: list[dict[str, Any]], *, notes: list[Problem] | None = None, options: Options = DEFAULT
+) -> dict[str, Any]:
     """One Storyline from append-ordered records (§1.2 projection), validated.
 
     - ``session`` = the last non-empty of (``session_id`` → ``storyline_id`` → ``run_id``) in
@@ -689,11 +696,15 @@ def project_records(records: list[dict[str, Any]], *, notes: list[Problem] | Non
       llm.response`` (``llm.request`` for the user case), ``extra: {call_id, request_messages,
       seq}``, ``metrics`` = usage, ``latency_ms`` = the payload's, else response − request time,
       ``ttft_ms``, ``model``, ``nllm: 1`` for an agent turn.
-    - Records without ``call_id`` whose kind is ``session.*`` or ``note`` become ``system`` turns
+    - Records without ``call_id`` whose kind is ``session.*`` or ``note``, and ``transport.*``
+      records (a WebSocket session's, with their ``call_id`` in extra), become ``system`` turns
       (``kind: internal``, ``msg: {kind, payload}``, ``extra: {seq, event_seq}``) after the calls;
       other orphans are dropped.
     - Turn ids are 1..n; ``origin.format`` is ``canonical-event``; timestamps are RFC 3339 with
       milliseconds, from ``timestamp_unix_ms`` (else ``timestamp``).
+    - A recorded body (request, response, SSE data, stream frame) whose JSON text repeats a key is
+      refused, ``json.duplicate_key`` at ``events[call_id=…, seq=…]/payload/http/…`` and the key's
+      pointer, unless `options` allow duplicate keys (the last value is then read), as for every input.
     """
     if not records:
         raise MapcError.single("events.empty", "", "no event to project")
@@ -716,7 +727,7 @@ def project_records(records: list[dict[str, Any]], *, notes: list[Problem] | Non
     orphans: list[dict[str, Any]] = []
     for record in records:
         call_id = record.get("call_id")
-        if type(call_id) is str and call_id:
+        if type(call_id) is str and call_id and not record["kind"].startswith(TRANSPORT_PREFIX):
             groups.setdefault(call_id, []).append(record)
         else:
             orphans.append(record)
@@ -726,6 +737,8 @@ def project_records(records: list[dict[str, Any]], *, notes: list[Problem] | Non
     for call_id, group in groups.items():
         table = wire.recognise([record["payload"] for record in group])
         if table is None:  # no protocol table reads these bodies: the summary fields, marked degraded
+            for record in group:
+                _check_bodies(record, options)
             for turn in _call_turns(call_id, group):
                 turn["extra"]["degraded"] = True
                 turns.append(turn)
@@ -733,23 +746,22 @@ def project_records(records: list[dict[str, Any]], *, notes: list[Problem] | Non
         if conversation is None or conversation.table is not table:
             conversation = wire.Conversation(table)
         before = len(conversation.problems)
-        call = _wire_call(call_id, group, table)
+        call = _wire_call(call_id, group, table, options)
         call.where = f"events[session={_q(session)}, call_id={_q(call_id)}]"
         turns.extend(conversation.add_call(call))
         if notes is not None:
             notes.extend(conversation.problems[before:])
     for record in orphans:
         kind = record["kind"]
-        if kind.startswith("session.") or kind == "note":
+        if kind.startswith(("session.", TRANSPORT_PREFIX)) or kind == "note":
             ts, _ = _event_time(record)
             turn: dict[str, Any] = {"id": 0, "kind": "internal"}
             if ts is not None:
                 turn["ts"] = ts
-            turn.update(
-                src="system",
-                msg={"kind": kind, "payload": record["payload"]},
-                extra={"seq": record["seq"], "event_seq": record["seq"]},
-            )
+            extra = {"seq": record["seq"], "event_seq": record["seq"]}
+            if kind.startswith(TRANSPORT_PREFIX) and type(record.get("call_id")) is str:
+                extra["call_id"] = record["call_id"]  # the WebSocket session the message belongs to
+            turn.update(src="system", msg={"kind": kind, "payload": record["payload"]}, extra=extra)
             turns.append(turn)
     for n, turn in enumerate(turns, start=1):
         turn["id"] = n
@@ -843,7 +855,7 @@ def _call_turns(call_id: str, group: list[dict[str, Any]]) -> list[dict[str, Any
     return turns
 
 
-def _wire_call(call_id: str, group: list[dict[str, Any]], table: wire.Table) -> wire.Call:
+def _wire_call(call_id: str, group: list[dict[str, Any]], table: wire.Table, options: Options = DEFAULT) -> wire.Call:
     """The last request and last response of one call, with their seq, time and timing.
 
     ``http.stream.frame`` events are the raw frames of a streamed response: in ``seq`` order (not
@@ -865,14 +877,17 @@ def _wire_call(call_id: str, group: list[dict[str, Any]], table: wire.Table) -> 
             made_in_body = [p[len(body_prefix) - 1 :] for p in made if type(p) is str and p.startswith(body_prefix)]
             payload = wire.without(payload, [p for p in made if not (type(p) is str and p.startswith(body_prefix))])
         ts, ms = _event_time(record)
+        where = _record_where(call_id, record)
         if kind in REQUEST_KINDS:
-            call.request_body, call.request_seq, call.request_ts = wire.request_body(payload), record["seq"], ts
+            request = _located(where, wire.request_body, payload, options)
+            call.request_body, call.request_seq, call.request_ts = request, record["seq"], ts
             req_ms = ms
         elif kind in RESPONSE_KINDS:
             # a streamed body is assembled first: the made-up pointers are into what it assembles to
-            call.response_body = wire.without(wire.response_body(payload, table), made_in_body)
+            response = _located(where, wire.response_body, payload, table, options)
+            call.response_body = wire.without(response, made_in_body)
             call.response_seq, call.response_ts, resp_ms = record["seq"], ts, ms
-            call.status = _http(payload).get("status", payload.get("status"))
+            call.status = wire.status(payload)
             call.ttft_ms = _first_int(_int_at(payload, "ttft_ms"), _int_at(payload, "timing", "ttft_ms"))
             call.latency_ms = _first_int(_int_at(payload, "latency_ms"), _int_at(payload, "timing", "duration_ms"))
         elif kind == FRAME_KIND:
@@ -891,7 +906,10 @@ def _wire_call(call_id: str, group: list[dict[str, Any]], table: wire.Table) -> 
     if frames:
         frames.sort(key=lambda frame: frame[0])
         body = "".join(text for _, text, _ in frames)
-        call.response_body = wire.response_body({"http": {"response_body": body, "body_encoding": "sse"}}, table)
+        seqs = f"{frames[0][0]}..{frames[-1][0]}" if len(frames) > 1 else str(frames[0][0])
+        where = f"events[call_id={_q(call_id)}, {FRAME_KIND} seq={seqs}]"  # the data payloads of the frames joined
+        joined = {"http": {"response_body": body, "body_encoding": "sse"}}
+        call.response_body = _located(where, wire.response_body, joined, table, options)
         first, last = frames[0][2], frames[-1][2]
         if call.response_seq is None:
             call.response_ts, resp_ms = _event_time(last)
@@ -910,6 +928,36 @@ def _wire_call(call_id: str, group: list[dict[str, Any]], table: wire.Table) -> 
     if call.latency_ms is None and req_ms is not None and resp_ms is not None:
         call.latency_ms = resp_ms - req_ms
     return call
+
+
+def _record_where(call_id: str, record: dict[str, Any]) -> str:
+    """How a problem names one record of a call: its call_id and seq."""
+    return f"events[call_id={_q(call_id)}, seq={record['seq']}]"
+
+
+def _located(where: str, read: Callable[..., Any], *args: Any) -> Any:
+    """`read(*args)`, its problems (pointers into the record) placed under `where` (the record)."""
+    try:
+        return read(*args)
+    except MapcError as exc:
+        raise MapcError(p.within(where) for p in exc.problems) from None
+
+
+def _check_bodies(record: dict[str, Any], options: Options) -> None:
+    """Refuse a record whose body texts repeat a key (the summary-field projection reads them too)."""
+    payload = record["payload"]
+    if type(payload) is not dict:
+        return
+    where = _record_where(str(record.get("call_id")), record)
+    http = _http(payload)
+    bodies = (("/request_body", http.get("request_body")), ("/response_body", http.get("response_body")))
+    for at, body in (*((f"/payload/http{a}", b) for a, b in bodies), ("/payload/body", payload.get("body"))):
+        if type(body) is not str:
+            continue
+        if body.lstrip().startswith(("event:", "data:")):
+            _located(where, wire.sse_events, body, at, options)
+        else:
+            _located(where, wire.json_body, body, at, options)
 
 
 def _first_int(*values: int | None) -> int | None:
@@ -934,6 +982,7 @@ def project(
     session: str | None = None,
     skipped: list[Problem] | None = None,
     notes: list[Problem] | None = None,
+    options: Options = DEFAULT,
 ) -> list[dict[str, Any]]:
     """One Storyline per ``storyline_key`` (in order of first appearance), or only `session`'s.
 
@@ -942,6 +991,7 @@ def project(
     belongs to no Storyline, and a session whose projection fails, are reported there and left
     out; only "nothing left to project" is still an error.  `notes` receives what was projected
     but should be looked at: ``events.history_fork``, a request whose history contradicts earlier ones.
+    `options` is the job's settings: a body repeating a key is refused unless they allow it.
     """
     groups: dict[str, list[dict[str, Any]]] = {}
     for i, record in enumerate(records):
@@ -970,11 +1020,11 @@ def project(
         what = "no event" if session is None else f"no event of session {_q(session)}"
         raise MapcError.single("events.not_found", "", f"{what} to project")
     if skipped is None:
-        return [project_records(group, notes=notes) for group in groups.values()]
+        return [project_records(group, notes=notes, options=options) for group in groups.values()]
     out = []
     for key, group in groups.items():
         try:
-            out.append(project_records(group, notes=notes))
+            out.append(project_records(group, notes=notes, options=options))
         except MapcError as exc:
             skipped.extend(p.within(f"events[session={_q(key)}]") for p in exc.problems)
         except RecursionError:  # record_problems bounds the depth; this guards a caller's own records
@@ -1139,7 +1189,9 @@ class _Clock:
 # --- synthesis of wire bodies: Storyline → events of one protocol -------------------------------------
 
 # What the projection writes in a wire turn's extra, and synthesis therefore reads back.
-_CALL_EXTRA: Final = frozenset({"call_id", "protocol", "seq", "message_index", "system", "tools", "params", "role"})
+_CALL_EXTRA: Final = frozenset(
+    {"call_id", "protocol", "seq", "message_index", "system", "tools", "params", "role", "unmapped", "blocks"}
+)
 _RESPONSE_EXTRA: Final = frozenset({"status", "error", "response_unmapped"})
 
 
@@ -1169,7 +1221,9 @@ def synthesize_wire(
     the projection ignores.  Every payload carries ``degraded: true`` (E-4: a projection of the
     conversation, not the recorded wire).  A turn the protocol cannot carry (a system turn for
     Anthropic, a non-text message) is an ``events.unrepresentable`` error at its pointer; extra
-    keys nothing reads back (``unmapped``, ``history_fork``) are reported in `notes`.
+    keys nothing reads back (``history_fork``) and ``unmapped`` places the writer does not write are
+    reported in `notes`; ``extra.unmapped`` (the keys no rule read, by the pointer of where they
+    stood) and a result's ``unmapped`` are written back there, a recorded value over a made-up one.
     """
     from mapc.mappings.wire.writers import WRITERS, Unrepresentable
 
@@ -1237,14 +1291,22 @@ class _Synthesis:
             if turn.get("observation") is not None:
                 raise wire_unrepresentable(f"{where}/observation", "only an agent turn's observation can be written")
             if turn["src"] == "user":
-                out += self.writer.user(turn, results, where)
+                written = self.writer.user(turn, results, where)
                 results = []
             elif turn["src"] == "system":
-                out += self.writer.system(turn, where)
+                written = self.writer.system(turn, where)
             elif turn["src"] == "agent":
-                out += self.writer.history(turn, where)
+                written = self.writer.history(turn, where)
             else:
                 raise wire_unrepresentable(f"{where}/src", f"a {_q(turn['src'])} turn has no message in this protocol")
+            # the turn's own message (after the tool results a user message may open with), or for a
+            # list of items the turn's own run of them: where its unmapped pointers point
+            if "items" in self.spec:
+                own: Any = written if turn["src"] == "agent" else written[-1:]
+            else:
+                own = written[-1] if written else {}
+            self._put_back(turn, own, where)
+            out += written
         if results:
             out[:0] = self.writer.results(results, "/turns")
         return out
@@ -1293,6 +1355,45 @@ class _Synthesis:
         if response is not None:
             i, turn = response
             self._response(i, turn, call_id, streamed=request.get("stream") is True)
+
+    def _put_back(self, turn: dict[str, Any], unit: Any, where: str) -> tuple[list[str], list[tuple[str, int]]]:
+        """Write what the projection kept of the turn's message back into `unit`, what was written
+        for the turn: first ``extra.blocks`` (blocks no rule reads, kept whole, by the pointer of
+        where each stood in the message or run of items the turn was read from: inserted there,
+        outer places first), then ``extra.unmapped`` (keys no rule read, by the same pointers).
+        Returns the pointers written and the (list, index) of each insertion.  A place that is not
+        there (or holds another ``type`` of block: the recorded message had its blocks in another
+        order than the writer's) is a note."""
+        from mapc.mappings.wire.writers import put_back
+
+        extra = turn.get("extra") if type(turn.get("extra")) is dict else {}
+        inserted: list[tuple[str, int]] = []
+        blocks = extra.get("blocks")
+        places = [(at, b) for at, b in blocks.items() if pointer.is_valid(at)] if type(blocks) is dict else []
+        for at, block in sorted(places, key=lambda place: _place_order(place[0])):
+            tokens = pointer.parse(at)
+            parent = wire.at(unit, pointer.format(tokens[:-1])) if tokens else wire.MISSING
+            last = tokens[-1] if tokens else ""
+            if type(parent) is list and last.isdigit() and int(last) <= len(parent):
+                parent.insert(int(last), copy.deepcopy(block))
+                inserted.append((pointer.format(tokens[:-1]), int(last)))
+            elif type(parent) is dict and not last.isdigit():  # a value that was no list of blocks: as it was
+                parent[last] = copy.deepcopy(block)
+            else:
+                self._note(f"{where}/extra/blocks/{_escape(at)}", "no such place in what this protocol writes")
+        kept = extra.get("unmapped")
+        out: list[str] = []
+        for at, residue in kept.items() if type(kept) is dict else ():
+            node = wire.at(unit, at) if type(at) is str and pointer.is_valid(at) else wire.MISSING
+            fits = type(node) is dict and type(residue) is dict
+            if not fits or ("type" in residue and node.get("type", wire.MISSING) != residue["type"]):
+                self._note(
+                    f"{where}/extra/unmapped/{_escape(at) if type(at) is str else '?'}",
+                    "no such place (of that block type) in what this protocol writes for the turn: not written back",
+                )
+                continue
+            out += put_back(node, residue, at)
+        return out, inserted
 
     def _check_extra(self, i: int, turn: dict[str, Any], is_response: bool) -> None:
         extra = turn.get("extra") if type(turn.get("extra")) is dict else {}
@@ -1352,6 +1453,11 @@ class _Synthesis:
         if type(extra.get("response_unmapped")) is dict:  # the recorded values win over made-up ones
             for at, value in _leaves(extra["response_unmapped"], "", body):
                 put(at, value)
+        inside = spec["message"]  # the message's keys no rule read, back where they stood (recorded over made up)
+        written, inserted = self._put_back(turn, wire.at(body, inside), where)
+        for parent, index in inserted:  # a made-up value after an inserted block moved one place on
+            made = {_shifted(p, inside + parent, index) for p in made}
+        made.difference_update(inside + p for p in written)
         http: dict[str, Any] = {"status": extra.get("status", 200), "response_body": body}
         kind = "http.response"
         if streamed and hasattr(self.writer, "stream") and "error" not in extra:  # as the request asked: SSE
@@ -1387,6 +1493,23 @@ class _Synthesis:
                         f"{where}/observation/results/{n}", f"a tool result with source_call_id and only {sorted(keys)}"
                     )
             self.results = list(results)
+
+
+def _place_order(at: str) -> tuple[int, list[int]]:
+    """Places outer first (fewer tokens), then by position: an inserted item before its blocks."""
+    tokens = pointer.parse(at)
+    return len(tokens), [int(t) if t.isdigit() else -1 for t in tokens]
+
+
+def _shifted(made: str, parent: str, index: int) -> str:
+    """`made` (a pointer) with its position in the list at `parent` one on, when it is at or after `index`."""
+    prefix = f"{parent}/"
+    if not made.startswith(prefix):
+        return made
+    head, _, rest = made[len(prefix) :].partition("/")
+    if not head.isdigit() or int(head) < index:
+        return made
+    return f"{prefix}{int(head) + 1}" + (f"/{rest}" if rest else "")
 
 
 def wire_unrepresentable(where: str, message: str) -> Exception:

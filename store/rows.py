@@ -677,6 +677,11 @@ def _attach_steps(docs: dict[str, _Doc], steps: pa.Table, problems: list[Problem
         ("prompt", _parsed(c, "prompt_json", cells)),
         ("finished_at", _parsed(c, "finished_at_json", cells)),
     )
+    # had_observation == (observation_json is not null), for every row at once; row by row only to report.
+    flags_hold = (
+        steps.num_rows == 0
+        or pc.all(pc.equal(steps.column("had_observation"), pc.is_valid(steps.column("observation_json")))).as_py()
+    )
     for doc_id, start, end in _iter_groups(c["document_id"]):
         state = docs.get(doc_id)
         if state is None:
@@ -728,7 +733,7 @@ def _attach_steps(docs: dict[str, _Doc], steps: pa.Table, problems: list[Problem
             if had_calls:
                 turn["tool_calls"] = []
             observation = p_obs[i]
-            if had_observation[i] != (observation_texts[i] is not None):
+            if not flags_hold and had_observation[i] != (observation_texts[i] is not None):
                 problems.append(
                     _p(
                         "store.observation_flag",

@@ -1,19 +1,21 @@
 """Wire bodies → Storyline turns: a small generic projector driven by the tables in ``mappings/wire/``.
 
 Projection re-derives the conversation from the recorded HTTP bodies ("protocol re-parsing").  Each
-protocol is a YAML table (``mappings/wire/NAME.yaml``): which request path and ``payload.protocol``
-hint recognise it, the pointers of the messages, model, system prompt and usage, the message role →
-Storyline ``src`` map, and which content block type becomes which Storyline field (``msg``,
-``reason``, ``tool_call``, ``observation``).  This module knows no protocol by name: a streamed
-response is put back together by the assembly function its table names (`ASSEMBLERS`), which
-turns the SSE events into the body a non-streamed response would have had, so one table reads both.
-A conversation is a list of messages, or (a table with an ``items`` section: OpenAI Responses) of
-typed items, consecutive items of one side read as one message.
+protocol is a YAML table (``mappings/wire/NAME.yaml``) in the engine's rule vocabulary (``from`` /
+``first_of`` / ``const``, ``to``, ``call`` + ``args``, ``when``; docs/events.md, "Wire tables"),
+read by `wire_table.read` into the form this module runs: which request path and
+``payload.protocol`` hint recognise it, the pointers of the messages, model, system prompt and
+usage, the message role → Storyline ``src`` map, and which content block type becomes which
+Storyline field (``msg``, ``reason``, ``tool_call``, ``observation``).  This module knows no
+protocol by name: a streamed response is put back together by the codec function its table names
+(`ASSEMBLERS`), which turns the SSE events into the body a non-streamed response would have had,
+so one table reads both.  A conversation is a list of messages, or (a table with a
+``message_type``: OpenAI Responses) of typed items, consecutive items of one side read as one message.
 
 Nothing is dropped: keys a row does not read go to the turn's ``extra.unmapped``, response keys
 the table does not read to ``extra.response_unmapped``, request keys it does not read to
 ``extra.params`` (when they change), unknown block and item types whole to ``extra.blocks``.
-The table's ``constants`` (an object ``type`` the protocol fixes) are the only values not
+The table's ``consume`` values (an object ``type`` the protocol fixes) are the only values not
 carried, and only when they hold the constant.
 
 History: every request carries the whole conversation so far.  `Conversation` remembers what it
@@ -29,7 +31,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import importlib.resources
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,9 +41,12 @@ from urllib.parse import urlsplit
 import orjson
 import yaml
 
-from mapc.engine import pointer
-from mapc.engine.problems import Problem
+from mapc.engine import duplicates, pointer
+from mapc.engine.options import DEFAULT, Options
+from mapc.engine.problems import MapcError, Problem
 from mapc.engine.values import MISSING
+from mapc.mappings.openai_chat import json_text_value
+from mapc.store import wire_table
 
 
 @lru_cache(maxsize=4096)
@@ -70,7 +74,7 @@ def tables() -> tuple[Table, ...]:
     for entry in sorted(files.iterdir(), key=lambda p: p.name):
         if not entry.name.endswith(".yaml"):
             continue
-        spec = yaml.safe_load(entry.read_text(encoding="utf-8"))
+        spec = wire_table.read(yaml.safe_load(entry.read_text(encoding="utf-8")), f"mappings/wire/{entry.name}")
         out.append(
             Table(
                 protocol=spec["protocol"],
@@ -103,18 +107,46 @@ def _http(payload: Any) -> dict[str, Any]:
     return http if type(http) is dict else {}
 
 
+def header(payload: Any, name: str) -> str | None:
+    """A header of the record (``payload.http.headers``, else the flat ``headers``): an object (names
+    in any case) or a list of ``[name, value]`` pairs or ``{name, value}`` objects; the first value."""
+    if type(payload) is not dict:
+        return None
+    headers = _http(payload).get("headers", payload.get("headers"))
+    pairs: list[Any] = list(headers.items()) if type(headers) is dict else headers if type(headers) is list else []
+    for pair in pairs:
+        if type(pair) is dict:
+            pair = (pair.get("name"), pair.get("value"))
+        if type(pair) in (list, tuple) and len(pair) == 2 and type(pair[0]) is str and pair[0].lower() == name:
+            return pair[1] if type(pair[1]) is str else None
+    return None
+
+
 def request_path(payload: Any) -> str | None:
-    """The request path: ``payload.http.path`` (else the flat legacy ``path``, E-5), else a URL's."""
+    """The request path: ``payload.http.path`` (else the flat legacy ``path``, E-5), else a URL's,
+    else an HTTP/2 record's ``:path`` pseudo-header (a recorder that keeps the frames' header block)."""
     if type(payload) is not dict:
         return None
     http = _http(payload)
     for value in (http.get("path"), payload.get("path")):
         if type(value) is str and value:
             return urlsplit(value).path or value
-    for value in (http.get("url"), payload.get("url")):
+    for value in (http.get("url"), payload.get("url"), header(payload, ":path")):
         if type(value) is str and value:
             return urlsplit(value).path or None
     return None
+
+
+def status(payload: Any) -> Any:
+    """The response status: ``payload.http.status`` (else the flat ``status``), else an HTTP/2
+    record's ``:status`` pseudo-header as the integer it names."""
+    if type(payload) is not dict:
+        return None
+    value = _http(payload).get("status", payload.get("status"))
+    if value is None:
+        text = header(payload, ":status")
+        value = int(text) if text is not None and text.isdigit() and len(text) == 3 else None
+    return value
 
 
 def recognise(payloads: list[Any]) -> Table | None:
@@ -137,23 +169,43 @@ def recognise(payloads: list[Any]) -> Table | None:
 # --- bodies -------------------------------------------------------------------------------------------
 
 
-def _json(body: Any) -> Any:
+def json_body(body: Any, where: str = "", options: Options = DEFAULT) -> Any:
+    """A body as JSON: an object or list as is, a string holding JSON parsed, else None.
+
+    A JSON text that repeats a key in one object is refused (``json.duplicate_key``, at `where` +
+    the key's pointer) unless `options` allow duplicate keys, as every other input of mapc is
+    (engine/duplicates.py): the body would be read with one of the two values lost."""
     if type(body) in (dict, list):
         return body
     if type(body) is str and body.lstrip()[:1] in ("{", "["):
         try:
-            return orjson.loads(body)
+            value = orjson.loads(body)
         except orjson.JSONDecodeError:
             return None
+        _refuse_repeats(body, value, where, options)
+        return value
     return None
 
 
-def request_body(payload: Any) -> Any:
-    """The request body as JSON: ``payload.http.request_body``, else the flat legacy ``body``."""
+def _refuse_repeats(text: str, value: Any, where: str, options: Options) -> None:
+    if options.allow_duplicate_keys:
+        return
+    repeated = duplicates.problems_of(text, value)
+    if repeated:
+        raise MapcError(
+            Problem(p.code, f"{where}{p.pointer}", f"{p.message} (--allow-duplicate-keys keeps the last value)")
+            for p in repeated
+        )
+
+
+def request_body(payload: Any, options: Options = DEFAULT) -> Any:
+    """The request body as JSON: ``payload.http.request_body``, else the flat legacy ``body``.
+
+    A body text that repeats a key is a `MapcError` at ``/payload/http/request_body/…`` (see `json_body`)."""
     if type(payload) is not dict:
         return None
-    body = _json(_http(payload).get("request_body"))
-    return body if body is not None else _json(payload.get("body"))
+    body = json_body(_http(payload).get("request_body"), "/payload/http/request_body", options)
+    return body if body is not None else json_body(payload.get("body"), "/payload/body", options)
 
 
 def _is_sse(payload: dict[str, Any], body: Any) -> bool:
@@ -163,10 +215,14 @@ def _is_sse(payload: dict[str, Any], body: Any) -> bool:
     return type(body) is str and body.lstrip().startswith(("event:", "data:"))
 
 
-def sse_events(text: str) -> list[Any]:
-    """The JSON ``data:`` payloads of an SSE text, in order (``[DONE]`` and non-JSON data skipped)."""
+def sse_events(text: str, where: str = "", options: Options = DEFAULT) -> list[Any]:
+    """The JSON ``data:`` payloads of an SSE text, in order (``[DONE]`` and non-JSON data skipped).
+
+    A payload that repeats a key is refused as `json_body` refuses a body, at `where` + ``/N`` (the
+    N-th data payload of the stream, from 0) + the key's pointer."""
     out = []
     data: list[str] = []
+    n = 0
     for line in [*text.splitlines(), ""]:
         if line.startswith("data:"):
             data.append(line[5:].removeprefix(" "))
@@ -176,9 +232,12 @@ def sse_events(text: str) -> list[Any]:
             if joined.strip() == "[DONE]":
                 continue
             try:
-                out.append(orjson.loads(joined))
+                value = orjson.loads(joined)
             except orjson.JSONDecodeError:
                 continue
+            _refuse_repeats(joined, value, f"{where}/{n}", options)
+            n += 1
+            out.append(value)
     return out
 
 
@@ -233,10 +292,7 @@ def content_block_events(events: list[Any]) -> dict[str, Any]:
         message["stream_unmapped"] = leftover
     for index, parts in partial.items():
         text = "".join(parts)
-        try:
-            blocks[index]["input"] = orjson.loads(text) if text else {}
-        except orjson.JSONDecodeError:
-            blocks[index]["input"] = text  # not JSON once complete: kept as the text it is
+        blocks[index]["input"] = json_text_value(text) if text else {}  # not JSON once complete: the text
     message["content"] = [*message["content"], *(blocks[i] for i in sorted(blocks))]
     return message
 
@@ -474,15 +530,19 @@ ASSEMBLERS: Final[dict[str, Callable[[list[Any]], dict[str, Any]]]] = {
 }
 
 
-def response_body(payload: Any, table: Table) -> Any:
-    """The response body as JSON: a JSON body as is, an SSE body assembled by the table's function."""
+def response_body(payload: Any, table: Table, options: Options = DEFAULT) -> Any:
+    """The response body as JSON: a JSON body as is, an SSE body assembled by the table's function.
+
+    A body text (or an SSE data payload) that repeats a key is a `MapcError` at
+    ``/payload/http/response_body/…`` (see `json_body`, `sse_events`)."""
     if type(payload) is not dict:
         return None
     http = _http(payload)
+    where = "/payload/http/response_body" if "response_body" in http else "/payload/body"
     body = http.get("response_body", payload.get("body"))
     if _is_sse(payload, body) and type(body) is str and table.stream in ASSEMBLERS:
-        return ASSEMBLERS[table.stream](sse_events(body))
-    return _json(body)
+        return ASSEMBLERS[table.stream](sse_events(body, where, options))
+    return json_body(body, where, options)
 
 
 def frame_text(payload: Any) -> str | None:
@@ -518,7 +578,8 @@ class Message:
         return self.key() == orjson.dumps([self.src, []], option=orjson.OPT_SORT_KEYS)
 
     def key(self) -> bytes:
-        """What history matching compares: src, texts, tool-call and tool-result ids (not reasoning)."""
+        """What history matching compares: src, texts, tool-call and tool-result ids, a client's blocks
+        kept whole (not reasoning, nor the model's blocks kept whole: clients drop them)."""
         parts: list[list[Any]] = []
         for block in self.blocks:
             if block["to"] == "msg":
@@ -531,44 +592,48 @@ class Message:
             elif block["to"] in ("tool_call", "observation"):
                 name = block.get("fn" if block["to"] == "tool_call" else "name")
                 parts.append([block["to"], block.get("id", ["by-name", name])])
-            elif block["to"] == "extra":
+            elif block["to"] == "extra" and self.src != "agent":
+                # a block kept whole counts in a client's message (an image); not in the model's,
+                # which a client resends as it keeps it (a hosted tool's item or block, or not at all)
                 parts.append(["extra", block["block"]])
         return orjson.dumps([self.src, parts], option=orjson.OPT_SORT_KEYS)
+
+
+_ROW_KEYS: Final = frozenset({"to", "calls", "pair"})  # a read row's keys that name no value it reads
 
 
 def read_block(block: Any, rule: dict[str, Any], kind_key: str = "type") -> dict[str, Any]:
     """One value read by one table row: ``to`` and the named pointers' values.
 
-    Names listed in the row's ``parse`` hold JSON text (tool-call arguments) and are parsed; text
-    that is not JSON stays a string.  With ``join`` (a pointer into each part), a ``text`` that is
-    a list of parts is their texts joined by a blank line (a reasoning summary).  Keys of an object
+    A row's ``calls`` (its rules' ``call:`` beside ``from``, store/wire_table.py) convert the values
+    read: JSON text parsed (``json_text_value``: tool-call arguments), the texts of a list of parts
+    joined (``joined_texts``: a reasoning summary).  Keys of an object
     that the row does not read are kept in ``unmapped``.  A row whose text or id is missing or of
     the wrong type keeps the value whole (``to: extra``), so nothing is lost to a table that does
     not fit.  `kind_key` is the key that said which row this is (not unmapped).
     """
     read: dict[str, Any] = {"to": rule["to"]}
-    names = {k: v for k, v in rule.items() if k not in ("to", "parse", "join", "ids")}
+    names = {k: v for k, v in rule.items() if k not in _ROW_KEYS}
     for name, where in names.items():
         value = at(block, where)
         if value is not MISSING:
             read[name] = value
-    if "join" in rule and type(read.get("text")) is list:  # a list of parts: their texts, in order
-        texts = [at(part, rule["join"]) for part in read["text"]]
-        read["text"] = "\n\n".join(t for t in texts if type(t) is str and t)
-    for name in rule.get("parse", ()):
-        if type(read.get(name)) is str:
-            with contextlib.suppress(orjson.JSONDecodeError):  # text that is not JSON stays a string
-                read[name] = orjson.loads(read[name])
+    for name, (fn, args) in rule.get("calls", {}).items():  # `call:` beside `from`: converts the value read
+        if name in read:
+            read[name] = fn(read[name], *args)
     if type(block) is dict and "" not in names.values():  # keys the table does not read: kept, not dropped
-        residue = _residue(block, [_tokens(where) for where in names.values()] + [(kind_key,), ("type",)])
+        paths = [_tokens(where) for where in names.values()]
+        # the key that typed the block is read, but not what a row reads below it (its other keys are kept)
+        typing = [(kind_key,)] if not any(p[:1] == (kind_key,) for p in paths) else []
+        residue = _residue(block, [*paths, *typing, ("type",)])
         if residue is not MISSING:
             read["unmapped"] = {"type": block["type"], **residue} if "type" in block else residue
     if read["to"] in ("msg", "reason") and type(read.get("text")) is not str:
         return {"to": "extra", "block": block}
     if read["to"] in ("tool_call", "observation") and type(read.get("id")) is not str:
-        # ``ids: optional`` (Gemini): a call without an id is matched by its name (`Conversation`)
+        # ``pair: by_name`` (Gemini): a call without an id is matched by its name (`Conversation`)
         name = read.get("fn" if read["to"] == "tool_call" else "name")
-        if rule.get("ids") != "optional" or "id" in read or type(name) is not str or not name:
+        if rule.get("pair") != "by_name" or "id" in read or type(name) is not str or not name:
             return {"to": "extra", "block": block}
     return read
 
@@ -616,26 +681,49 @@ def read_message(message: Any, table: Table, *, src: str | None = None, exclude:
         return Message(src, [{"to": "extra", "block": message}])
     whole = rules.get("whole", {}).get(role) if type(role) is str else None
     if whole is not None:
-        block = read_block(message, whole)
+        block = _placed(read_block(message, whole), "")
         unmapped = block.get("unmapped")
         if unmapped is not None:  # the role was read by the message rules
             for key in (rules["role"].lstrip("/"), *exclude):
                 unmapped.pop(key, None)
             if not unmapped:
-                del block["unmapped"]
+                del block["unmapped"], block["at"]
         return Message(src, [block], role)
-    blocks = read_blocks(at(message, rules["content"]), table)
+    content = at(message, rules["content"])
+    inside = type(content) is list  # a block's place: its position in the content list, else the content
+    blocks = [
+        _placed(b, f"{rules['content']}/{n}" if inside else rules["content"])
+        for n, b in enumerate(read_blocks(content, table))
+    ]
     for field_rule in rules.get("fields", ()):
         value = at(message, field_rule["at"])
         if value is MISSING or value is None:
             continue
-        for item in value if field_rule.get("each") and type(value) is list else [value]:
-            blocks.append(read_block(item, field_rule["rule"]))
+        if field_rule.get("each") and type(value) is list:
+            blocks += [
+                _placed(read_block(item, field_rule["rule"]), f"{field_rule['at']}/{n}") for n, item in enumerate(value)
+            ]
+        else:
+            blocks.append(_placed(read_block(value, field_rule["rule"]), field_rule["at"]))
     read = {_top(rules["role"]), _top(rules["content"]), *(_top(f["at"]) for f in rules.get("fields", ())), *exclude}
     residue = {k: v for k, v in message.items() if k not in read}
     if residue:  # message keys the table does not read: kept, not dropped
-        blocks.append({"to": "unmapped", "unmapped": residue})
+        blocks.append({"to": "unmapped", "unmapped": residue, "at": ""})
     return Message(src, blocks, role if type(role) is str else None)
+
+
+def _placed(block: dict[str, Any], where: str) -> dict[str, Any]:
+    """A block with keys no rule reads, or kept whole, remembers where it stood in its message
+    (``at``, a pointer), so that synthesis puts it back there (a turn's ``unmapped`` and ``blocks``
+    are keyed by these pointers)."""
+    if "unmapped" in block or block["to"] == "extra":
+        block["at"] = where
+    return block
+
+
+def _below(block: dict[str, Any], n: int) -> dict[str, Any]:
+    """A block of the `n`-th item of a run of items: its place is below that item's."""
+    return {**block, "at": f"/{n}{block['at']}"} if "at" in block else block
 
 
 def _top(where: str) -> str:
@@ -659,7 +747,7 @@ def read_item(item: Any, table: Table) -> Message:
     other = spec.get("other", {}).get(kind) if type(kind) is str else None
     role = other["role"] if other is not None else spec.get("unknown", "unknown")
     src = table.spec["roles"].get(role, role)
-    block = read_block(item, other["rule"]) if other is not None else {"to": "extra", "block": item}
+    block = _placed(read_block(item, other["rule"]) if other is not None else {"to": "extra", "block": item}, "")
     return Message(src, [block], role)
 
 
@@ -712,10 +800,10 @@ def merge_items(units: list[Message], items: list[Any], table: Table) -> list[tu
         kind = at(item, spec["type"])
         is_message = kind is MISSING or (type(kind) is str and kind in spec.get("messages", ()))
         if out and unit.src == spec.get("merge") and out[-1][1].src == unit.src and not (is_message and spoke):
-            out[-1][1].blocks.extend(unit.blocks)
+            out[-1][1].blocks.extend(_below(b, n - out[-1][0]) for b in unit.blocks)
             spoke = spoke or is_message
             continue
-        out.append((n, Message(unit.src, list(unit.blocks), unit.role)))
+        out.append((n, Message(unit.src, [_below(b, 0) for b in unit.blocks], unit.role)))
         spoke = is_message
     return out
 
@@ -728,8 +816,9 @@ def read_response(body: Any, table: Table) -> Message:
     """
     where = table.spec["response"]["message"]
     value = at(body, where)
-    if table.spec.get("items") is not None:
-        blocks = [b for m in read_conversation(value if type(value) is list else [], table) for b in m.blocks]
+    if table.spec.get("items") is not None:  # every output item, each block placed below its item
+        units = read_conversation(value if type(value) is list else [], table, merge=False)
+        blocks = [_below(b, n) for n, m in enumerate(units) for b in m.blocks]
         if value is not MISSING and type(value) is not list:
             blocks.append({"to": "extra", "block": value})
         return Message("agent", blocks, "assistant")
@@ -929,6 +1018,8 @@ class Conversation:
             entry = {"source_call_id": result["id"], "content": result.get("content")}
             if result.get("error") is not None:
                 entry["is_error"] = result["error"]
+            if "unmapped" in result:  # keys of the result no rule reads: kept on it, written back with it
+                entry["unmapped"] = result["unmapped"]
             turn.setdefault("observation", {"results": []})["results"].append(entry)
         if not rest and not orphans:
             return
@@ -943,6 +1034,7 @@ class Conversation:
                         "source_call_id": r["id"],
                         **({"name": r["name"]} if "name" in r else {}),
                         "content": r.get("content"),
+                        **({"unmapped": r["unmapped"]} if "unmapped" in r else {}),
                     }
                     for r in orphans
                 ]
@@ -1035,14 +1127,14 @@ class Conversation:
         if seq is not None:
             extra["seq"] = seq
         if repeated:
-            extra["repeated_tool_calls"] = [{k: v for k, v in b.items() if k != "to"} for b in repeated]
-        kept = [b["block"] for b in blocks if b["to"] == "extra"]
+            extra["repeated_tool_calls"] = [{k: v for k, v in b.items() if k not in ("to", "at")} for b in repeated]
+        kept = {b.get("at", ""): b["block"] for b in blocks if b["to"] == "extra"}  # by where each stood
         if kept:
             extra["blocks"] = kept
         for b in blocks:  # a row whose `to` is no turn field names a key of the turn's extra
             if b["to"] not in ("msg", "reason", "tool_call", "observation", "extra") and "value" in b:
                 extra.setdefault(b["to"], b["value"])
-        unmapped = [b["unmapped"] for b in blocks if "unmapped" in b]
+        unmapped = {b["at"]: b["unmapped"] for b in blocks if "unmapped" in b}  # by where each stood
         if unmapped:
             extra["unmapped"] = unmapped
         turn["extra"] = extra
@@ -1104,6 +1196,11 @@ def _q(value: Any) -> str:
 
 
 # --- writing (synthesis) ------------------------------------------------------------------------------
+
+
+def table_text(protocol: str) -> str:
+    """The YAML text of a shipped protocol's table (`mapc spec lint`)."""
+    return importlib.resources.files("mapc.mappings.wire").joinpath(f"{protocol}.yaml").read_text(encoding="utf-8")
 
 
 def table_named(protocol: str) -> Table | None:
@@ -1229,7 +1326,7 @@ def markdown(table: Table) -> str:
 
 
 def _reads(rule: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(n, w) for n, w in rule.items() if n not in ("to", "parse", "join", "ids") and type(w) is str]
+    return [(n, w) for n, w in rule.items() if n not in _ROW_KEYS and type(w) is str]
 
 
 def _place(to: str, name: str) -> str:

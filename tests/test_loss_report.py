@@ -12,9 +12,12 @@ import pickle
 import orjson
 import pytest
 from conftest import FIXTURES
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from strategies import storyline_documents
 
 import mapc
-from mapc.engine import convert, loss
+from mapc.engine import convert, loss, storyline
 from mapc.engine.values import json_equal
 
 SPEC_FORMATS = ("atif", "actf", "openai-msg")
@@ -169,3 +172,27 @@ def test_the_report_reusing_the_hops_reading_is_the_report_reading_the_output_ag
     _, again = convert.from_storyline_reported(target, stories, from_format=fmt)
     assert target in calls  # this one did read the output back
     assert reused == again, (reused.line(), again.line())
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(storyline_documents(), min_size=1, max_size=3))
+def test_parsed_storylines_written_as_storyline_report_what_the_read_back_reports(stories):
+    # The export's shortcut (engine/convert.py): parsed Storylines written unchanged are not read back;
+    # the report must be the one the read-back gives, and a document canonical form changes still is.
+    stories = orjson.loads(orjson.dumps(stories))  # as a parser gives them
+    for i, story in enumerate(stories):
+        story["session"] = f"{story['session']}-{i}"
+    assume(not storyline.check_all(stories, prefix=True))
+    output, report = convert.from_storyline_reported("storyline", stories)
+    fast, shortcut = convert.from_storyline_reported("storyline", stories, parsed=True)
+    assert orjson.dumps(fast) == orjson.dumps(output)
+    assert shortcut == report
+
+
+def test_parsed_storylines_that_canonical_form_changes_are_read_back():
+    stories = orjson.loads(orjson.dumps(mapc.into_storyline("atif", ATIF)))
+    stories[0]["prompt"] = {"system": "", "user": "hello"}  # the empty system prompt is dropped when written
+    output, report = convert.from_storyline_reported("storyline", stories, parsed=True)
+    assert not convert._unchanged(stories[0], output)
+    assert "system" not in output["prompt"]
+    assert report == convert.from_storyline_reported("storyline", stories)[1]

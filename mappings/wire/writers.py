@@ -58,6 +58,31 @@ def _check_result(result: Any, where: str, keys: frozenset[str]) -> dict[str, An
     return result
 
 
+def put_back(target: dict[str, Any], kept: dict[str, Any], where: str = "") -> list[str]:
+    """Write the keys a projection kept (``unmapped``: what no rule read) back into `target`, an
+    object written for the same place: an object value into the object `target` holds there, key
+    by key (a partly read object keeps its read keys), any other value over what is there (a value
+    the writer made up gives way to the recorded one).  Returns the pointers written (below `where`)."""
+    out = []
+    for key, value in kept.items():
+        at = f"{where}/{key.replace('~', '~0').replace('/', '~1')}"
+        if type(value) is dict and type(target.get(key)) is dict:
+            out += put_back(target[key], value, at)
+        else:
+            target[key] = value
+            out.append(at)
+    return out
+
+
+def with_unmapped(written: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """A written tool result (block, message, item or part) with the keys the projection kept in the
+    result's ``unmapped`` (keys of the recorded result that no rule reads) put back."""
+    kept = result.get("unmapped")
+    if type(kept) is dict:
+        put_back(written, kept)
+    return written
+
+
 def _refusal(turn: dict[str, Any]) -> str | None:
     extra = turn.get("extra") if type(turn.get("extra")) is dict else {}
     refusal = extra.get("refusal")
@@ -82,7 +107,7 @@ def _pieces(text: str) -> list[str]:
 class Anthropic:
     """Anthropic Messages: content blocks; tool results open the next user message."""
 
-    RESULT_KEYS: Final = frozenset({"source_call_id", "content", "is_error"})
+    RESULT_KEYS: Final = frozenset({"source_call_id", "content", "is_error", "unmapped"})
     EXTRA: Final = frozenset()
     USAGE: Final[dict[str, Any]] = {}  # the response's usage placeholders are in `response`
 
@@ -105,7 +130,7 @@ class Anthropic:
         block = {"type": "tool_result", "tool_use_id": result["source_call_id"], "content": result.get("content")}
         if "is_error" in result:
             block["is_error"] = result["is_error"]
-        return block
+        return with_unmapped(block, result)
 
     def system(self, turn: dict[str, Any], where: str) -> list[dict[str, Any]]:
         raise Unrepresentable(
@@ -195,7 +220,7 @@ class ChatCompletions:
     # usage keys the protocol requires once there is a usage object
     USAGE: Final = {"/usage/prompt_tokens": 0, "/usage/completion_tokens": 0, "/usage/total_tokens": 0}
 
-    RESULT_KEYS: Final = frozenset({"source_call_id", "content"})
+    RESULT_KEYS: Final = frozenset({"source_call_id", "content", "unmapped"})
 
     def request_defaults(self) -> dict[str, Any]:
         return {}
@@ -210,7 +235,8 @@ class ChatCompletions:
 
     def results(self, results: list[dict[str, Any]], where: str) -> list[dict[str, Any]]:
         return [
-            {"role": "tool", "tool_call_id": r["source_call_id"], "content": _result_text(r, where)} for r in results
+            with_unmapped({"role": "tool", "tool_call_id": r["source_call_id"], "content": _result_text(r, where)}, r)
+            for r in results
         ]
 
     def _content(self, turn: dict[str, Any], where: str) -> Any:
@@ -301,7 +327,7 @@ class Responses:
         "/usage/total_tokens": 0,
     }
 
-    RESULT_KEYS: Final = frozenset({"source_call_id", "content"})
+    RESULT_KEYS: Final = frozenset({"source_call_id", "content", "unmapped"})
 
     def request_defaults(self) -> dict[str, Any]:
         return {}
@@ -315,7 +341,9 @@ class Responses:
 
     def results(self, results: list[dict[str, Any]], where: str) -> list[dict[str, Any]]:
         return [
-            {"type": "function_call_output", "call_id": r["source_call_id"], "output": _result_text(r, where)}
+            with_unmapped(
+                {"type": "function_call_output", "call_id": r["source_call_id"], "output": _result_text(r, where)}, r
+            )
             for r in results
         ]
 
@@ -467,7 +495,7 @@ class Gemini:
 
     EXTRA: Final = frozenset()
     USAGE: Final[dict[str, Any]] = {}
-    RESULT_KEYS: Final = frozenset({"source_call_id", "content"})
+    RESULT_KEYS: Final = frozenset({"source_call_id", "content", "unmapped"})
 
     def __init__(self) -> None:
         self.calls: dict[str, dict[str, Any]] = {}  # tcid → the call, for the response's function name
@@ -499,7 +527,7 @@ class Gemini:
         response: dict[str, Any] = {"name": call["fn"], "response": result["content"]}
         if not _derived(call):
             response["id"] = call["tcid"]
-        return {"functionResponse": response}
+        return with_unmapped({"functionResponse": response}, result)
 
     def system(self, turn: dict[str, Any], where: str) -> list[dict[str, Any]]:
         raise Unrepresentable(f"{where}/src", "Gemini has no system message (systemInstruction is not a turn)")

@@ -16,8 +16,51 @@ from conftest import FIXTURES
 SUPPORT = FIXTURES / "atif" / "support-ticket.json"
 
 # Modules a plain conversion never needs: the store, the query engine, the terminal renderer, the
-# schema oracle, Ray and the test generators.
-HEAVY = ("jsonschema", "lance", "duckdb", "pyarrow", "ray", "rich", "hypothesis", "pandas", "numpy")
+# schema oracle, Ray, the capture proxy's HTTP stack, process pools and the test generators.
+HEAVY = (
+    "jsonschema",
+    "lance",
+    "duckdb",
+    "pyarrow",
+    "ray",
+    "rich",
+    "aiohttp",
+    "hypothesis",
+    "pandas",
+    "numpy",
+    "multiprocessing",
+    "concurrent",
+    "socket",
+    "subprocess",
+    "logging",
+)
+# The engine's modules for spec constructs ATIF does not use (row corpora, event streams, folds,
+# group/spread/select), the other formats' modules, and the commands a run is not.
+UNUSED_BY_ATIF = (
+    "mapc.engine.rows",
+    "mapc.engine.group",
+    "mapc.engine.spread",
+    "mapc.engine.select",
+    "mapc.engine.fold",
+    "mapc.engine.stream",
+    "mapc.engine.loss",
+    "mapc.engine.detect",
+    "mapc.mappings.agenticmd",
+    "mapc.mappings.otel_genai",
+    "mapc.mappings.openai_msg",
+    "mapc.mappings.openai_chat",
+    "mapc.mappings.codex",
+    "mapc.mappings.claude_code",
+    "mapc.cli.convert",
+    "mapc.cli.corpus",
+    "mapc.cli.engines",
+    "mapc.cli.store",
+    "mapc.cli.query",
+    "mapc.cli.events",
+    "mapc.cli.spec",
+    "mapc.cli.view",
+    "mapc.cli.show",
+)
 
 # Run `mapc ARGS` in this interpreter and report what it loaded, as JSON on stderr's last line.
 SCRIPT = """
@@ -59,11 +102,27 @@ def test_a_plain_run_imports_no_heavy_module(tmp_path, reverse):
     first = _run(args, str(tmp_path / "cache"))  # fills the spec cache
     again = _run(args, str(tmp_path / "cache"))
     for report in (first, again):
-        assert not set(HEAVY) & set(report["modules"]), report["modules"]
+        assert not set(HEAVY) & set(report["modules"]), set(HEAVY) & set(report["modules"])
         assert not [m for m in report["modules"] if m.startswith("mapc.store")]
-        assert "mapc.mappings.agenticmd" not in report["modules"]  # no codec is imported to run a spec
+        assert not set(UNUSED_BY_ATIF) & set(report["modules"])  # no codec, no other format, no other command
+        assert report["programs"] == 1  # a reverse too compiles its own spec only
     assert "yaml" not in again["modules"]  # the spec's data comes from the cache: no YAML parser
+    assert "tempfile" not in again["modules"]  # only filling the cache makes temporary files with it
+    # The compiled program comes from the cache (engine/stored.py): no spec compiler, no code writer.
+    assert not {"mapc.engine.compile", "mapc.engine.codegen"} & set(again["modules"])
     assert (tmp_path / ("out.json" if reverse else "story.json")).stat().st_size > 0
+
+
+@pytest.mark.parametrize("command", ["validate", "convert"])
+def test_a_small_validate_or_convert_imports_no_heavy_module_and_compiles_one_spec(tmp_path, command):
+    """Detection reads each spec's `detect:` from its data: a detected file compiles only its own spec."""
+    args = [command, str(SUPPORT)] + (["--to", "storyline"] if command == "convert" else [])
+    _run(args, str(tmp_path / "cache"))
+    report = _run(args, str(tmp_path / "cache"))
+    assert not set(HEAVY) & set(report["modules"]), report["modules"]
+    assert not [m for m in report["modules"] if m.startswith("mapc.store")]
+    assert not {"mapc.engine.rows", "mapc.engine.stream", "mapc.mappings.openai_msg", "yaml"} & set(report["modules"])
+    assert report["programs"] == 1
 
 
 def test_a_run_compiles_only_its_own_spec(tmp_path):

@@ -16,7 +16,12 @@ from mapc.engine.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "data" / "fixtures"
-SHIPPED = dict(specs="mapc.mappings", functions=("mapc.mappings.functions",), codecs="mapc.mappings")
+SHIPPED = dict(
+    specs="mapc.mappings",
+    functions=catalog.installed().functions,
+    codecs=catalog.installed().codecs,
+    traces=catalog.installed().traces,
+)
 
 
 def test_a_catalog_that_is_not_installed_can_be_passed_down():
@@ -30,8 +35,43 @@ def test_a_catalog_that_is_not_installed_can_be_passed_down():
     assert detect.detect("run.actf.json", catalog=own) == "actf"
 
 
+def test_the_shipped_catalog_names_every_codec_and_function_module_of_the_mappings():
+    """The shipped catalog lists its codec and function modules, so that a run imports only those it
+    needs; a module added to `mapc.mappings` that declares a codec or registers functions must be listed."""
+    import importlib
+    import pkgutil
+
+    import mapc.mappings
+
+    shipped = catalog.installed()
+    modules = [f"mapc.mappings.{m.name}" for m in pkgutil.iter_modules(mapc.mappings.__path__)]
+    declaring = [m for m in modules if isinstance(getattr(importlib.import_module(m), "CODEC", None), codecs.Codec)]
+    assert sorted(declaring) == sorted(shipped.codecs)
+    scanned = catalog.Catalog(shipped.specs, shipped.functions, "mapc.mappings", shipped.traces)  # every module
+    assert codecs.names(scanned) == codecs.names(shipped)
+    registering = {
+        fn.fn.__module__ for fn in functions.REGISTRY.values() if fn.fn.__module__.startswith("mapc.mappings")
+    }
+    assert registering - {"mapc.mappings.atif_harbor"} <= set(shipped.functions)  # atif_harbor's: via functions.py
+
+
+def test_a_lookup_imports_the_function_modules_only_until_one_has_the_name():
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, mapc; from mapc.engine import functions; "
+        "assert functions.lookup('atif_turn_kind') is not None; "
+        "print(sorted(m for m in sys.modules if m.startswith('mapc.mappings.')))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "['mapc.mappings.atif_harbor', 'mapc.mappings.functions']"
+    unknown = "import sys, mapc; from mapc.engine import functions; print(functions.lookup('no such') is None)"
+    assert subprocess.run([sys.executable, "-c", unknown], capture_output=True, text=True).stdout.strip() == "True"
+
+
 def test_a_catalog_without_codecs_has_none():
-    bare = catalog.Catalog("mapc.mappings", ("mapc.mappings.functions",), None)
+    bare = catalog.Catalog("mapc.mappings", catalog.installed().functions, None)
     assert codecs.names(bare) == []
     assert "agenticmd" not in bare.count_trees()
     assert detect.detect("notes.md", b"# not json", catalog=bare) is None
@@ -57,7 +97,14 @@ def test_compile_spec_takes_the_catalog_whose_functions_it_resolves():
 
 
 def _fixture_files() -> list[tuple[str, Path]]:
-    return [(d.name, p) for d in sorted(FIXTURES.iterdir()) if d.is_dir() for p in sorted(d.iterdir()) if p.is_file()]
+    # A script that recorded a fixture (otel-genai/make_openai_v2.py) is no fixture.
+    return [
+        (d.name, p)
+        for d in sorted(FIXTURES.iterdir())
+        if d.is_dir()
+        for p in sorted(d.iterdir())
+        if p.is_file() and p.suffix != ".py"
+    ]
 
 
 @pytest.mark.parametrize(("name", "path"), _fixture_files(), ids=lambda x: x.name if isinstance(x, Path) else x)

@@ -5,7 +5,8 @@ spec has (a forward-only chain with a condition, a null no conversion turns into
 default beside a `when`, a fallback array...) are only reached by specs made here: a document
 scope and one array scope, each row one of the ops (copy, first_of, const, call, with `{const:}`
 arguments) with any of
-`when`, `keep_null`, a conversion and a `back:` block, over documents that put every kind of
+`when`, `keep_null`, a conversion and a `back:` block (a computed reverse `{call, args, to}` on
+const and call rows: codegen.REVERSE writes each op's reverse), over documents that put every kind of
 value (null, "", {}, [], numbers, text, objects) at the pointers the rows read.  Forward and
 reverse, the generated and the traced runs must give the same bytes, or the same errors.
 """
@@ -40,6 +41,19 @@ values = st.one_of(
 )
 
 
+def computed(draw: st.DrawFn, sources: tuple[str, ...], target: str) -> dict[str, Any]:
+    """A computed reverse (`back: {call, args, to}`): a function of the row's Storyline value (and
+    a constant) whose result goes to one or two source pointers."""
+    if draw(st.booleans()):
+        return {
+            "call": draw(st.sampled_from(["rfc3339_text", "int_ms"])),
+            "args": [target],
+            "to": draw(st.sampled_from(sources)),
+        }
+    to = draw(st.lists(st.sampled_from(sources), min_size=1, max_size=1, unique=True))
+    return {"call": "same_or", "args": [target, {"const": draw(values)}, {"const": draw(values)}], "to": to}
+
+
 @st.composite
 def backs(draw: st.DrawFn, sources: tuple[str, ...]) -> Any:
     kind = draw(st.sampled_from(["", "none", "default", "or", "when", "call"]))
@@ -65,6 +79,8 @@ def rows(draw: st.DrawFn, sources: tuple[str, ...], target: str) -> dict[str, An
     row: dict[str, Any] = {"to": target}
     if op == "const":
         row["const"] = draw(values)
+        if draw(st.booleans()):
+            row["back"] = computed(draw, sources, target)
         return row
     if op == "call":  # a function of sources and `{const: V}` arguments
         row["call"] = draw(st.sampled_from(["int_ms", "with_defaults", "same_or"]))
@@ -73,8 +89,11 @@ def rows(draw: st.DrawFn, sources: tuple[str, ...], target: str) -> dict[str, An
             row["args"].append({"const": {"k": draw(values), "x": None}})
         elif row["call"] == "same_or":
             row["args"] += [{"const": draw(values)}, {"const": draw(values)}]
-        if draw(st.booleans()):
-            row["back"] = "none"
+        row["back"] = draw(st.sampled_from(["", "none", "computed"]))
+        if row["back"] == "computed":
+            row["back"] = computed(draw, sources, target)
+        elif not row["back"]:
+            del row["back"]
         return row
     if op == "copy":
         row["from"] = draw(st.sampled_from(sources))

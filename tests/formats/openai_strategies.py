@@ -141,3 +141,152 @@ def corpora(draw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     canonical.update(draw(st.dictionaries(st.just("x_root"), TEXT, max_size=1)))
     shuffled = dict(canonical, session_steps=draw(st.permutations(canonical["session_steps"])))
     return canonical, shuffled
+
+
+# --- wild rows: every shape a row may take, valid or not ----------------------------------------
+
+_CONTENT = st.one_of(
+    st.none(),
+    st.sampled_from(["", "text", "<tool_call>run x", "see <function=edit><parameter=path> a.py </parameter>"]),
+    st.sampled_from([[{"text": "a"}], [{"type": "image"}], [{"text": ""}], [], {}, {"text": "t"}, 1, 0.5, True]),
+    TEXT,
+)
+_ARGUMENTS = st.sampled_from(
+    ['{"b":1,"a":2}', '{"a":1}', '{"a": 1}', "not json", '{"a":1,"a":2}', "[1]", '"s"', {"a": 1}, [1], 5, None]
+)
+
+
+@st.composite
+def _wild_call(draw: Any) -> Any:
+    if draw(st.integers(0, 9)) == 0:
+        return draw(st.sampled_from([None, 1, "c", {}, []]))
+    function: dict[str, Any] = {}
+    if draw(st.integers(0, 5)):
+        function["name"] = draw(st.sampled_from(["run", "edit", "", None, 3]))
+    if draw(st.booleans()):
+        function["arguments"] = draw(_ARGUMENTS)
+    function.update(draw(UNKNOWN))
+    call: dict[str, Any] = {"id": draw(st.sampled_from(["c1", "c2", "c3", "", None]))}
+    if draw(st.integers(0, 5)):
+        call["function"] = function if draw(st.integers(0, 9)) else draw(st.sampled_from(["f", None]))
+    if draw(st.booleans()):
+        call["type"] = draw(st.sampled_from(["function", "other", None]))
+    return {**call, **draw(UNKNOWN)}
+
+
+@st.composite
+def _wild_message(draw: Any, roles: list[Any]) -> Any:
+    if draw(st.integers(0, 14)) == 0:
+        return draw(st.sampled_from([None, 1, "m", []]))
+    message: dict[str, Any] = {}
+    if draw(st.integers(0, 9)):
+        message["role"] = draw(st.sampled_from(roles))
+    if draw(st.integers(0, 5)):
+        message["content"] = draw(_CONTENT)
+    if draw(st.integers(0, 2)) == 0:
+        message["tool_calls"] = draw(
+            st.one_of(st.lists(_wild_call(), max_size=3), st.sampled_from([None, [], {}, "x"]))
+        )
+    if draw(st.integers(0, 3)) == 0:
+        message["tool_call_id"] = draw(st.sampled_from(["c1", "c2", "c9", "", None]))
+    if draw(st.integers(0, 4)) == 0:
+        message["refusal"] = draw(st.sampled_from(["no", "", None, [], {}, ["x"]]))
+    if draw(st.integers(0, 4)) == 0:
+        message["reasoning_content"] = draw(st.sampled_from(["why", "", None, 1]))
+    if draw(st.integers(0, 6)) == 0:
+        message["name"] = draw(st.sampled_from(["n", "", None, []]))
+    return {**message, **draw(UNKNOWN)}
+
+
+_ROW_VALUES = {
+    "run_id": st.sampled_from(["r1", "r2", "", None]),
+    "run_bucket": st.sampled_from(["b1", "", 3]),
+    "job_id": st.sampled_from(["j1", "j2", ""]),
+    "agent_id": st.sampled_from(["a1", "", None]),
+    "agent_model": st.sampled_from(["m1", "m2", "", None, 7]),
+    "llm_model": st.sampled_from(["l1", "", None]),
+    "requested_model": st.sampled_from(["m1", "l1", "x"]),
+    "llm_step_index": st.sampled_from([1, 2, 3, "1"]),
+    "env_id": st.sampled_from(["s0", "s1", "e"]),
+    "env_name": st.sampled_from(["env", "env2", "", None, 1]),
+    "dataset_type": st.sampled_from(["train", "eval", "", None]),
+    "dt": st.sampled_from(["2026-01-01", "", 5]),
+    "id": st.sampled_from(["evt", "evt2", "", None]),
+    "reward": st.one_of(st.none(), st.floats(0, 1), st.integers(-2, 2), st.just("x")),
+    "step_reward": st.sampled_from([0.5, None, "x"]),
+    "is_terminal": st.booleans(),
+    "is_trainable": st.sampled_from([True, None, 0]),
+    "blob_manifest": st.sampled_from([None, [], {}, ["b"]]),
+    "chosen_response": st.sampled_from([None, {}, "c"]),
+    "created_at": st.sampled_from([None, 1_700_000_000, 1.7e9, "2026-08-20T00:00:00Z", -5, 0]),
+    "x_vendor": st.integers(0, 3),
+}
+_STATE_VALUES = {
+    "total_latency_ms": st.sampled_from([5, 5.7, -3, 2**64 - 1, 2**63, "5", None, 1e30]),
+    "ttft_ms": st.sampled_from([1, 2.5, None, "x"]),
+    "total_tokens": st.integers(0, 99),
+    "endpoint": st.sampled_from(["http://e", "http://f", "", None]),
+    "redaction_policy": st.sampled_from(["p", "", {"a": 1}, [], None]),
+    "upstream_base_url": st.sampled_from(["u", 1]),
+    "weight_version": st.sampled_from(["w1", "w2"]),
+    "event_type": st.sampled_from(["e", ""]),
+    "request_id": st.sampled_from(["q", "q2", 4]),
+    "session_id": st.sampled_from(["s0", "s1", "zz"]),
+    "x_state": TEXT,
+}
+
+
+def _some(draw: Any, values: dict[str, Any], at_most: int) -> dict[str, Any]:
+    keys = draw(st.lists(st.sampled_from(sorted(values)), max_size=at_most, unique=True))
+    return {k: draw(values[k]) for k in keys}
+
+
+@st.composite
+def wild_row(draw: Any, sid: str, step: int) -> Any:
+    """One row of any shape: odd messages, calls, arguments, values and keys at every level."""
+    if draw(st.integers(0, 60)) == 0:
+        return draw(st.sampled_from([None, 1, "row", []]))
+    row: dict[str, Any] = {"session_id": sid if draw(st.integers(0, 60)) else draw(st.sampled_from(["", None, 1]))}
+    if draw(st.integers(0, 40)) == 0:
+        step = draw(st.sampled_from([0, "1", 1.0, 2**62, 2**63, 1]))
+    row["step_id"] = step
+    roles = ["system", "user", "assistant", "tool", "developer", None]
+    if draw(st.integers(0, 9)):
+        row["messages"] = draw(st.lists(_wild_message(roles), max_size=6))
+        if draw(st.integers(0, 3)):
+            row["messages"].append({"role": "user", "content": draw(TEXT)})
+            row["messages"].extend(draw(st.lists(_wild_message(["tool", "assistant"]), max_size=2)))
+    if draw(st.integers(0, 11)):
+        row["response"] = draw(_wild_message(["assistant", "user", None]))
+        if type(row["response"]) is dict and draw(st.integers(0, 7)):
+            row["response"]["role"] = "assistant"
+            row["response"]["content"] = draw(TEXT)
+    row.update(_some(draw, _ROW_VALUES, 5))
+    if draw(st.integers(0, 40)) == 0:
+        row["created_at"] = draw(st.sampled_from(["bad", True, "2026-13-01T00:00:00Z"]))
+    if draw(st.booleans()):
+        meta: dict[str, Any] = {}
+        if draw(st.integers(0, 4)):
+            meta["env_state"] = _some(draw, _STATE_VALUES, 4)
+        if draw(st.booleans()):
+            meta["group_id"] = draw(st.sampled_from(["g1", "g2", ""]))
+        if draw(st.booleans()):
+            meta["source"] = draw(st.sampled_from(["a1", "src"]))
+        if draw(st.integers(0, 4)) == 0 and "env_state" in meta:
+            meta["env_state"] = json.dumps(meta["env_state"])
+        row["meta_json"] = json.dumps(meta) if draw(st.integers(0, 3)) == 0 else meta
+        if draw(st.integers(0, 20)) == 0:
+            row["meta_json"] = draw(st.sampled_from(["{bad", 3, None]))
+    return row
+
+
+@st.composite
+def wild_corpora(draw: Any) -> Any:
+    """A corpus of wild rows (one to three sessions, rows in any order), as an object or a bare array."""
+    steps = draw(st.lists(st.integers(1, 9), min_size=1, max_size=5, unique=True))
+    rows = [draw(wild_row(f"s{draw(st.integers(0, 2))}", step)) for step in steps]
+    return (
+        {"session_steps": rows, **draw(st.dictionaries(st.just("x_root"), TEXT, max_size=1))}
+        if draw(st.booleans())
+        else rows
+    )

@@ -36,7 +36,7 @@ from mapc.engine.schema import reference_validator
 DIR = FIXTURES / "claude-code"
 SESSION_FILE = DIR / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
 SUBAGENTS = sorted((DIR / "258c7280-ae70-4798-800f-63464d01a85d" / "subagents").glob("*.jsonl"))
-OTHERS = ["storyline", "atif", "actf", "openai-msg", "agenticmd", "openai-chat", "sharegpt", "otel-genai"]
+OTHERS = ["storyline", "atif", "actf", "openai-msg", "agenticmd", "openai-chat", "sharegpt", "otel-genai", "codex"]
 
 
 def records(path: Path) -> list[Any]:
@@ -263,6 +263,58 @@ def test_unknown_record_types_keys_and_versions_are_kept_counted_and_reported(tm
     assert "unknown record types from a newer version, kept whole: attachment ×1" in result.stderr
     assert "unknown keys from a newer version, kept: user/futureFlag ×1" in result.stderr
     assert "versions the spec was not checked against: 2.9.0" in result.stderr
+    # and the same lines, naming the file, when a directory is converted (a subagent's too)
+    (tmp_path / "s" / "subagents").mkdir(parents=True)
+    kid = {**_rec("user", "k1", None, message={"role": "user", "content": "go"}), "agentId": "a1", "isSidechain": True}
+    (tmp_path / "s" / "subagents" / "agent-a1.jsonl").write_bytes(jsonl([{**kid, "newerKey": 1}]))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        cli, ["convert", str(tmp_path), "--from", "claude-code", "--to", "atif", "-o", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    assert f"{path}: warning: unknown record types from a newer version, kept whole: attachment ×1" in "\n".join(lines)
+    assert any(f"{path}: warning: unknown keys from a newer version, kept: user/futureFlag ×1" in x for x in lines)
+    assert any(
+        f"{path}: warning: s/subagents/agent-a1.jsonl: unknown keys" in x and "user/newerKey ×1" in x for x in lines
+    )
+    assert "converted 1 file (2 documents)" in result.stderr
+
+
+def test_an_edited_storyline_is_written_back_or_refused_saying_which_edit(tmp_path: Path) -> None:
+    recs = [
+        _user("u1", None, "first"),
+        _assistant("a1", "u1", "answer", "m1"),
+        _user("u2", "a1", "more"),
+        _assistant("a2", "u2", "again", "m2"),
+    ]
+    (story,) = mapc.into_storyline("claude-code", jsonl(recs))
+    story["turns"][2]["msg"] = "edited"  # a value inside a turn: written back, the rest as it was
+    (back,) = [plain(mapc.from_storyline("claude-code", [story]))]
+    assert back == [recs[0], recs[1], {**recs[2], "message": {"role": "user", "content": "edited"}}, recs[3]]
+    removed = {**story, "turns": [story["turns"][0], *story["turns"][2:]]}
+    inserted = {**story, "turns": [story["turns"][0], {"id": 9, "src": "user", "msg": "new"}, *story["turns"][1:]]}
+    cut = {**story, "turns": story["turns"][:2]}
+    for edited, where, says in [
+        (removed, "/0/turns/1", "turn id 3 where the claude-code stream's records put turn 2"),
+        (inserted, "/0/turns/1", "turns were removed, inserted or moved after the Storyline was read"),
+        (cut, "/0/turns", "record 2 of the claude-code stream has no turn to write it from"),
+    ]:
+        with pytest.raises(MapcError) as info:
+            mapc.from_storyline("claude-code", [edited])
+        (problem,) = info.value.problems
+        assert (problem.code, problem.pointer) == ("export.edited", where) and says in problem.message
+        assert "without unknown_fields.sources.claude-code" in problem.message
+    path = tmp_path / "edited.storyline.json"
+    path.write_bytes(orjson.dumps(removed))
+    from click.testing import CliRunner
+
+    result = CliRunner().invoke(cli, ["convert", str(path), "--from", "storyline", "--to", "claude-code"])
+    assert result.exit_code == 1 and "export.edited" in result.stderr and "turn id 3" in result.stderr
+    bare = {k: v for k, v in removed.items() if k not in ("unknown_fields", "unknown_key_counts")}
+    fresh = mapc.from_storyline("claude-code", [bare])  # written as a new session, as the message says
+    assert [r["message"]["content"] for r in fresh] == ["first", "edited", [{"type": "text", "text": "again"}]]
+    assert [r["parentUuid"] for r in fresh[1:]] == [r["uuid"] for r in fresh[:-1]]  # threaded anew
 
 
 def test_a_record_that_is_not_an_object_is_refused_with_its_line() -> None:

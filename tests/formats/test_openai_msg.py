@@ -491,3 +491,37 @@ def test_an_agent_turn_without_output_is_refused_not_written_as_an_unreadable_ro
     with pytest.raises(MapcError) as caught:
         mapc.convert("atif", "openai-msg", orjson.dumps(doc))
     assert [(p.code, p.pointer) for p in caught.value.problems] == [("export.unrepresentable", "/0/turns")]
+
+
+# --- the spec as a table (issue 16 §3: the fan-out is data) ---------------------------------------
+
+
+def test_spec_table_prints_the_pointer_table_of_the_turns():
+    from mapc.engine import catalog
+    from mapc.engine.table import mapping_rows
+
+    table = {r.sources: r.targets for r in mapping_rows(catalog.program(FMT).spec)}
+    at = "/session_steps/{r}"
+    for source, target in [
+        (f"{at}/messages/{{m}}/role", "/turns/{t}/src"),
+        (f"{at}/messages/{{m}}/content", "/turns/{t}/msg"),
+        (f"{at}/response/content", "/turns/{t}/msg"),
+        (f"{at}/response/refusal", "/turns/{t}/msg"),
+        (f"{at}/response/reasoning_content", "/turns/{t}/reason"),
+        (f"{at}/response/tool_calls", "/turns/{t}/tool_calls"),
+        (f"{at}/created_at", "/turns/{t}/ts"),
+        (f"{at}/agent_model", "/turns/{t}/model"),
+        (f"{at}/step_id", "/turns/{t}/id"),
+        (f"{at}/meta_json/env_state/total_latency_ms", "/turns/{t}/latency_ms"),
+        (f"{at}/messages/{{m}}/tool_call_id", "/turns/{t}/observation/results/{k}/source_call_id"),
+    ]:
+        assert target in table[(source,)], source
+
+
+def test_explain_names_the_fan_out_row_that_reads_a_value():
+    from mapc.engine import catalog
+    from mapc.engine.explain import explain_source
+
+    doc = {"session_steps": [row(created_at=5)]}
+    findings = explain_source(catalog.program(FMT), doc, "/session_steps/0/created_at")
+    assert [(f.kind, f.targets) for f in findings if f.kind == "read"] == [("read", ("/turns/{t}/ts",))]

@@ -264,3 +264,133 @@ def test_frames_are_split_at_blank_lines_of_either_ending():
         {"authorization": capture.REDACTED, "x-other": "1"},
         True,
     )
+
+
+# --- WebSockets (OpenAI Realtime and the like) ---------------------------------------------------------------
+
+REALTIME_KEY = "sk-proj-REALTIME-never-recorded"
+
+
+async def realtime_upstream(request: web.Request) -> web.WebSocketResponse:
+    """A loopback Realtime-like server: it says hello, answers each text event with two server events
+    (a delta and a done), echoes binary audio reversed, and closes when the client does."""
+    ws = web.WebSocketResponse(protocols=["realtime"])
+    await ws.prepare(request)
+    REALTIME_SEEN.append({"path": request.path_qs, "headers": dict(request.headers), "protocol": ws.ws_protocol})
+    await ws.send_json({"type": "session.created", "session": {"id": "sess_1"}})
+    async for message in ws:
+        if message.type == aiohttp.WSMsgType.TEXT:
+            event = json.loads(message.data)
+            await ws.send_json({"type": "response.output_text.delta", "delta": "hi", "for": event["type"]})
+            await ws.send_json({"type": "response.done"})
+        elif message.type == aiohttp.WSMsgType.BINARY:
+            await ws.send_bytes(message.data[::-1])
+    return ws
+
+
+REALTIME_SEEN: list[dict[str, Any]] = []
+
+
+async def realtime_through_the_proxy(table: Path) -> list[Any]:
+    upstream_app = web.Application()
+    upstream_app.router.add_get("/v1/realtime", realtime_upstream)
+    upstream, upstream_port = await start(upstream_app)
+    recorder = capture.Recorder(table, "realtime-session", "voice-agent")
+    port: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    proxy = asyncio.create_task(
+        capture.serve("127.0.0.1", 0, f"http://127.0.0.1:{upstream_port}", recorder, port.set_result)
+    )
+    url = f"http://127.0.0.1:{await asyncio.wait_for(port, 10)}/v1/realtime?model=gpt-realtime"
+    got: list[Any] = []
+    try:
+        async with aiohttp.ClientSession() as client:
+            headers = {"Authorization": f"Bearer {REALTIME_KEY}"}
+            protocols = ("realtime", f"openai-insecure-api-key.{REALTIME_KEY}")
+            async with client.ws_connect(url, headers=headers, protocols=protocols) as ws:
+                assert ws.protocol == "realtime"  # the upstream's choice, passed on
+                got.append(await ws.receive_json())
+                await ws.send_json({"type": "response.create"})
+                got += [await ws.receive_json(), await ws.receive_json()]
+                await ws.send_bytes(b"\x00\x01\x02audio")
+                got.append((await ws.receive()).data)
+        for _ in range(100):  # the proxy commits the session after both sides closed
+            if recorder.exchanges:
+                break
+            await asyncio.sleep(0.05)
+        return got
+    finally:
+        proxy.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await proxy
+        await upstream.cleanup()
+
+
+def test_a_websocket_session_is_relayed_both_ways_and_recorded_as_transport_events(tmp_path):
+    table = tmp_path / "events.lance"
+    got = in_own_loop(realtime_through_the_proxy(table))
+    assert got == [
+        {"type": "session.created", "session": {"id": "sess_1"}},
+        {"type": "response.output_text.delta", "delta": "hi", "for": "response.create"},
+        {"type": "response.done"},
+        b"oidua\x02\x01\x00",
+    ]
+    seen = REALTIME_SEEN[-1]
+    assert seen["path"] == "/v1/realtime?model=gpt-realtime" and seen["protocol"] == "realtime"
+    assert seen["headers"]["Authorization"] == f"Bearer {REALTIME_KEY}"  # the upstream gets the credentials ...
+
+    records = events.read_records(table)
+    assert REALTIME_KEY not in json.dumps(records)  # ... the record never does, in a header or a subprotocol
+    kinds = [r["kind"] for r in records]
+    assert kinds == ["transport.websocket.open", *["transport.websocket.message"] * 6, "transport.websocket.close"]
+    assert [r["seq"] for r in records] == list(range(1, 9)) and len({r["call_id"] for r in records}) == 1
+    opened = records[0]["payload"]
+    assert opened["websocket"]["path"] == "/v1/realtime" and opened["websocket"]["headers_redacted"] is True
+    assert (
+        opened["websocket"]["headers"]["sec-websocket-protocol"]
+        == f"realtime, openai-insecure-api-key.{capture.REDACTED}"
+    )
+    assert opened["connection"]["upgrade"].lower() == "websocket"
+    messages = [r["payload"]["websocket"] for r in records[1:7]]
+    assert [(m["direction"], m["type"]) for m in messages] == [
+        ("server", "text"),
+        ("client", "text"),
+        ("server", "text"),
+        ("server", "text"),
+        ("client", "binary"),
+        ("server", "binary"),
+    ]
+    assert json.loads(messages[1]["data"]) == {"type": "response.create"}
+    assert messages[4] == {"direction": "client", "type": "binary", "data": "AAECYXVkaW8=", "body_encoding": "base64"}
+    assert all(r["payload"]["timing"]["offset_ms"] >= 0 for r in records[1:7])
+    assert records[-1]["payload"]["websocket"]["by"] == "client"
+
+    story = events.project_records(records)  # not an HTTP call: each record an internal turn, in order
+    assert [(t["src"], t["kind"], t["msg"]["kind"]) for t in story["turns"]] == [
+        ("system", "internal", kind) for kind in kinds
+    ]
+    assert {t["extra"]["call_id"] for t in story["turns"]} == {records[0]["call_id"]}
+
+
+def test_a_websocket_the_upstream_refuses_is_a_recorded_502(tmp_path):
+    async def run() -> int:
+        upstream, upstream_port = await start(web.Application())  # no WebSocket route: a 404 to the upgrade
+        recorder = capture.Recorder(tmp_path / "events.lance", "s")
+        port: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        proxy = asyncio.create_task(
+            capture.serve("127.0.0.1", 0, f"http://127.0.0.1:{upstream_port}", recorder, port.set_result)
+        )
+        try:
+            async with aiohttp.ClientSession() as client:
+                with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                    await client.ws_connect(f"http://127.0.0.1:{await port}/v1/realtime")
+                return refused.value.status
+        finally:
+            proxy.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await proxy
+            await upstream.cleanup()
+
+    assert in_own_loop(run()) == 502
+    records = events.read_records(tmp_path / "events.lance")
+    assert [r["kind"] for r in records] == ["transport.websocket.open", "transport.websocket.close"]
+    assert records[1]["payload"]["websocket"]["status"] == 404

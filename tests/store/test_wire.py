@@ -8,10 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mapc.engine import storyline
+from mapc.engine.options import Options
+from mapc.engine.problems import MapcError
 from mapc.store import events, wire
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "events"
@@ -62,7 +65,7 @@ def test_the_four_event_case_projects_to_user_agent_with_tool_call_and_result_ag
         "results": [{"source_call_id": "toolu_01A09q90qw90lq917835lq9", "content": "15 degrees, mostly sunny"}]
     }
     assert tool_turn["reason"].startswith("The user wants the weather")
-    assert tool_turn["extra"]["unmapped"][0]["signature"].startswith("EqQB")  # kept, not dropped
+    assert tool_turn["extra"]["unmapped"]["/content/0"]["signature"].startswith("EqQB")  # kept, not dropped
     assert answer["msg"] == "It's currently 15 degrees and mostly sunny in San Francisco."  # the SSE stream
     assert answer["metrics"] == {
         "input_tokens": 580,
@@ -160,7 +163,7 @@ def test_a_streamed_tool_use_assembles_its_input_json_deltas_in_order():
     _, turn = events.project_records(records)["turns"]
     assert turn["tool_calls"] == [{"tcid": "t1", "fn": "f", "args": {"a": [1, 2], "b": "c"}}]
     assert (turn["reason"], turn["msg"], turn["extra"]["stop_reason"]) == ("hm", "", "tool_use")
-    assert turn["extra"]["unmapped"] == [{"type": "thinking", "signature": "sig"}]
+    assert turn["extra"]["unmapped"] == {"/content/0": {"type": "thinking", "signature": "sig"}}
     assert turn["metrics"] == {"input_tokens": 3, "output_tokens": 9}
 
 
@@ -172,7 +175,7 @@ def test_a_tool_result_for_an_unseen_call_and_unknown_blocks_are_kept():
         ]
     }
     user, _ = events.project_records(call(0, "c", request, reply("ok")))["turns"]
-    assert user["extra"]["blocks"] == [image]
+    assert user["extra"]["blocks"] == {"/content/0": image}  # kept whole, by where it stood
     assert user["observation"] == {"results": [{"source_call_id": "old", "content": "x"}]}
 
 
@@ -322,7 +325,7 @@ def test_responses_parallel_function_calls_and_a_streamed_answer_project_to_the_
     assert tools["tool_calls"][1]["args"] == {"location": "Boston, MA"}
     assert [r["content"] for r in tools["observation"]["results"]] == ["18 C, clear", "9 C, rain"]
     assert tools["reason"].startswith("**Checking two cities**")
-    assert tools["extra"]["unmapped"][0]["encrypted_content"].startswith("gAAAA")  # kept, not dropped
+    assert tools["extra"]["unmapped"]["/0"]["encrypted_content"].startswith("gAAAA")  # kept, not dropped
     assert tools["metrics"]["reasoning_tokens"] == 64
     assert answer["msg"] == "Paris: 18 C and clear. Boston: 9 C with rain."  # assembled from the SSE events
     assert (answer["metrics"]["cache_read_tokens"], answer["ttft_ms"], answer["latency_ms"]) == (128, 380, 1500)
@@ -422,8 +425,8 @@ def test_responses_unknown_items_and_parts_are_kept_and_an_unseen_previous_respo
     body = {"id": "r2", "object": "response", "output": [search], "status": "completed"}
     notes: list[Any] = []
     user, agent = events.project_records(responses(0, "c", request, body), notes=notes)["turns"]
-    assert (user["msg"], user["extra"]["blocks"]) == ("see", [image])
-    assert agent["extra"]["blocks"] == [search]
+    assert (user["msg"], user["extra"]["blocks"]) == ("see", {"/0/content/1": image})
+    assert agent["extra"]["blocks"] == {"/0": search}
     assert [(p.code, p.pointer) for p in notes] == [
         ("events.history_unseen", 'events[session="s", call_id="c"]/payload/http/request_body/previous_response_id')
     ]
@@ -521,7 +524,7 @@ def test_gemini_id_less_parallel_calls_a_streamed_answer_and_a_blocked_prompt_pr
         ("get_weather#1", "18 C"),
         ("get_weather#2", "9 C"),
     ]
-    assert tools["extra"]["unmapped"] == [{"thoughtSignature": "CiQB0e2Kb7c1dXl"}]  # kept, not dropped
+    assert tools["extra"]["unmapped"] == {"/parts/1": {"thoughtSignature": "CiQB0e2Kb7c1dXk="}}  # kept, not dropped
     assert answer["msg"] == "Paris: 18 C and clear. Boston: 9 C with rain."  # three chunks, one text
     assert (answer["metrics"]["cache_read_tokens"], answer["model"]) == (64, "gemini-2.5-flash")
     assert (question["src"], blocked["msg"], blocked["extra"]["block_reason"]) == ("user", "", "SAFETY")
@@ -574,8 +577,52 @@ def test_every_shipped_table_is_well_formed():
         for row in rows:
             assert type(row["to"]) is str
             for name, where in row.items():
-                if name not in ("to", "parse", "join", "ids") or name == "join":
+                if name == "calls":
+                    assert all(callable(fn) and type(args) is tuple for fn, args in where.values())
+                elif name not in ("to", "pair"):
                     assert where == "" or where.startswith("/"), (table.protocol, row)
+
+
+def test_every_shipped_table_is_written_in_the_rule_vocabulary():
+    from mapc.engine.spec import RULE_KEYS
+
+    for path in sorted(Path(wire.__file__).parents[1].joinpath("mappings", "wire").glob("*.yaml")):
+        data = yaml.safe_load(path.read_text())
+        rules = [*data["rules"]]
+        rules += [r for kind in data["message"] for r in kind["rules"]]
+        rules += [r for kind in data["blocks"] for r in kind["rules"]]
+        for rule in rules:
+            assert set(rule) <= set(RULE_KEYS) and "to" in rule, (path.name, rule)
+            assert len({"from", "first_of", "const"} & set(rule)) == 1, (path.name, rule)
+
+
+def test_a_table_that_says_what_the_projector_cannot_do_is_refused_at_its_pointer():
+    from mapc.store import wire_table
+
+    good = yaml.safe_load((Path(wire.__file__).parents[1] / "mappings/wire/anthropic-messages.yaml").read_text())
+
+    def refused(change: Any) -> list[tuple[str, str]]:
+        data = copy.deepcopy(good)
+        change(data)
+        try:
+            wire_table.read(data, "t.yaml")
+        except MapcError as exc:
+            assert all(p.message.startswith("t.yaml: ") for p in exc.problems)
+            return [(p.code, p.pointer) for p in exc.problems]
+        raise AssertionError("read")
+
+    assert refused(lambda d: d.update(colour=1)) == [("spec.invalid", "/colour")]
+    assert refused(lambda d: d["rules"][0].update(via=1)) == [("spec.invalid", "/rules/0/via")]
+    assert refused(lambda d: d["rules"][0].update(const=1)) == [("spec.invalid", "/rules/0")]  # two ops
+    assert refused(lambda d: d["blocks"][0]["rules"][0].update(call="no_such_fn")) == [
+        ("spec.invalid", "/blocks/0/rules/0/call")
+    ]
+    two_places = [{"from": "/text", "to": "/msg"}, {"from": "/id", "to": "/tool_calls/{c}/tcid"}]
+    assert refused(lambda d: d["blocks"][0].update(rules=two_places)) == [("spec.invalid", "/blocks/0/rules/1/to")]
+    assert refused(lambda d: d["rules"].pop(0)) == [("spec.invalid", "/rules")]  # no conversation
+    assert refused(lambda d: d["rules"][1].update(to="/turns/{t}/nowhere")) == [("spec.invalid", "/rules/1/to")]
+    assert refused(lambda d: d.update(stream={"call": "eval"})) == [("spec.invalid", "/stream")]
+    assert refused(lambda d: d["consume"].update({"/response/x": 1})) == [("spec.invalid", "/consume//response/x")]
 
 
 json_values = st.recursive(
@@ -662,7 +709,7 @@ def test_stream_events_no_assembly_reads_are_kept_not_dropped():
     records = call(0, "c", {"messages": [{"role": "user", "content": "q"}]}, anthropic, body_encoding="sse")
     _, turn = events.project_records(records)["turns"]
     assert turn["msg"] == "hi"
-    kept = next(u for u in turn["extra"]["unmapped"] if "stream_unmapped" in u)["stream_unmapped"]
+    kept = next(u for u in turn["extra"]["unmapped"].values() if "stream_unmapped" in u)["stream_unmapped"]
     assert [e.get("delta", e)["type"] for e in kept] == ["citations_delta", "future_event"]
 
     logprobs = {"content": [{"token": "yo", "logprob": -0.1}]}
@@ -676,3 +723,139 @@ def test_stream_events_no_assembly_reads_are_kept_not_dropped():
     stream = response_sse({"type": "response.created", "response": {"id": "r", "output": []}}, searching)
     _, turn = events.project_records(responses(0, "c", {"input": "q"}, stream, body_encoding="sse"))["turns"]
     assert turn["extra"]["response_unmapped"]["stream_unmapped"] == [searching]
+
+
+# --- recorded bodies and the duplicate-key policy ---------------------------------------------------------
+
+
+def _texts_with_repeats() -> list[dict[str, Any]]:
+    """The four-event case with one request body and one SSE data payload written as JSON text that
+    repeats a key (a recorder that stores the bytes it saw)."""
+    records = four()
+    request = records[0]["payload"]["http"]
+    text = orjson.dumps(request["request_body"]).decode()
+    request["request_body"] = text[:-1] + ', "model": "other"}'  # `model` twice in the top object
+    return records
+
+
+def test_a_recorded_body_that_repeats_a_key_is_refused_naming_the_record_and_the_pointer():
+    records = _texts_with_repeats()
+    try:
+        events.project_records(records)
+    except MapcError as exc:
+        assert [(p.code, p.pointer) for p in exc.problems] == [
+            ("json.duplicate_key", 'events[call_id="call-1", seq=1]/payload/http/request_body/model')
+        ]
+        assert "more than once" in exc.problems[0].message
+    else:
+        raise AssertionError("a body that says two things at once was read")
+    allowed = events.project_records(records, options=Options(allow_duplicate_keys=True))
+    assert allowed["turns"][0]["msg"] == events.project_records(four())["turns"][0]["msg"]  # the last value kept
+
+
+def test_a_streamed_data_payload_or_frame_that_repeats_a_key_is_refused_at_its_index():
+    request = {"model": "x", "stream": True, "messages": [{"role": "user", "content": "go"}]}
+    start = sse({"type": "message_start", "message": {"id": "m", "content": []}})
+    bad = 'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "index": 0}\n\n'
+    records = call(0, "c", request, start + bad, body_encoding="sse")
+    try:
+        events.project_records(records)
+    except MapcError as exc:
+        assert [(p.code, p.pointer) for p in exc.problems] == [
+            ("json.duplicate_key", 'events[call_id="c", seq=1]/payload/http/response_body/1/index')
+        ]
+    else:
+        raise AssertionError("a streamed payload that repeats a key was read")
+    frames = call(0, "c", request, None)[:1] + [
+        {
+            "source": "proxy",
+            "session_id": "s",
+            "call_id": "c",
+            "seq": n + 3,
+            "kind": "http.stream.frame",
+            "timestamp_unix_ms": 2000 + n,
+            "payload": {"http": {"frame": frame}},
+        }
+        for n, frame in enumerate([start, bad])
+    ]
+    try:
+        events.project_records(frames)
+    except MapcError as exc:
+        assert [p.pointer for p in exc.problems] == [
+            'events[call_id="c", http.stream.frame seq=3..4]/payload/http/response_body/1/index'
+        ]
+    else:
+        raise AssertionError("a frame that repeats a key was read")
+
+
+def test_a_body_of_an_unknown_protocol_that_repeats_a_key_is_refused_too_and_the_cli_says_so(tmp_path, runner):
+    from mapc.cli.main import cli
+
+    records = call(0, "c", '{"q": 1, "q": 2}', '{"a": 1}')
+    for record in records:
+        record["payload"]["http"]["path"] = "/v1/other"
+    try:
+        events.project_records(records)
+    except MapcError as exc:
+        assert [p.pointer for p in exc.problems] == ['events[call_id="c", seq=0]/payload/http/request_body/q']
+    else:
+        raise AssertionError("a degraded body that repeats a key was read")
+    source = tmp_path / "e.jsonl"
+    source.write_text("".join(json.dumps({**r, "event_id": f"e{r['seq']}"}) + "\n" for r in _texts_with_repeats()))
+    table = tmp_path / "events.lance"
+    assert runner.invoke(cli, ["events", "append", str(source), "--to", str(table)]).exit_code == 0
+    result = runner.invoke(cli, ["events", "project", str(table)])
+    assert result.exit_code == 1
+    assert 'call_id="call-1", seq=1]/payload/http/request_body/model' in result.stderr
+    result = runner.invoke(cli, ["--allow-duplicate-keys", "events", "project", str(table)])
+    assert result.exit_code == 0, result.output
+
+
+def test_tool_arguments_text_that_repeats_a_key_stays_the_text_it_is():
+    request = {"model": "x", "stream": True, "messages": [{"role": "user", "content": "go"}]}
+    start = {"type": "message_start", "message": {"id": "m", "content": []}}
+    opened = {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "t", "name": "f"}}
+    delta = {"type": "input_json_delta", "partial_json": '{"a": 1, "a": 2}'}
+    body = sse(start, opened, {"type": "content_block_delta", "index": 0, "delta": delta})
+    _, turn = events.project_records(call(0, "c", request, body, body_encoding="sse"))["turns"]
+    assert turn["tool_calls"] == [{"tcid": "t", "fn": "f", "args": '{"a": 1, "a": 2}'}]  # both values, as text
+
+
+# --- HTTP/2 records -----------------------------------------------------------------------------------------
+
+
+def test_http2_records_with_pseudo_headers_project_as_their_http1_twins():
+    """A recorder of HTTP/2 keeps the header block as it came: ``:method``, ``:path``, ``:status``
+    pseudo-headers (as pairs, in order), and no separate path or status field."""
+    records = four()
+    h2 = copy.deepcopy(records)
+    for record in h2:
+        http = record["payload"]["http"]
+        record["payload"]["connection"] = {"http_version": "HTTP/2.0", "persistent": True}
+        if record["kind"] == "http.request":
+            path = http.pop("path", None) or http.pop("url")
+            http.pop("url", None)
+            http["headers"] = [[":method", "POST"], [":scheme", "https"], [":authority", "api.anthropic.com"]]
+            http["headers"] += [[":path", path], ["content-type", "application/json"]]
+        else:
+            http["headers"] = [{"name": ":status", "value": str(http.pop("status"))}, {"name": "server", "value": "x"}]
+    assert "path" not in h2[0]["payload"]["http"] and "status" not in h2[1]["payload"]["http"]
+    assert events.project_records(h2) == events.project_records(records)
+    assert wire.header({"http": {"headers": {"Content-Type": "a"}}}, "content-type") == "a"
+    assert wire.status({"http": {"headers": [[":status", "2000"]]}}) is None  # not a status code
+
+
+def test_spec_lint_checks_a_wire_table_shipped_or_copied(tmp_path, runner):
+    from mapc.cli.main import cli
+
+    for protocol in ("anthropic-messages", "openai-chat-completions", "openai-responses", "gemini-generate-content"):
+        result = runner.invoke(cli, ["spec", "lint", protocol])
+        assert result.exit_code == 0 and "no problems" in result.output, result.output
+    copied = tmp_path / "my-wire.yaml"
+    text = wire.table_text("openai-responses").replace("call: joined_texts", "call: no_such_function")
+    copied.write_text(text)
+    result = runner.invoke(cli, ["spec", "lint", str(copied)])
+    assert result.exit_code == 1
+    assert f"{copied}: /message/3/rules/1/call: unknown function 'no_such_function'" in result.output
+    result = runner.invoke(cli, ["spec", "lint", "atif"])  # a format spec is still linted as one
+    assert result.exit_code == 0 and "atif.yaml: no problems" in result.output
