@@ -651,6 +651,8 @@ def _known_reading(
     is `native` once its envelope is out, was read back.  That reading differs from reading
     `native` only in what the envelope puts back: residuals (which the report does not compare) and
     the hub's own keys, which these Storylines do not carry."""
+    from mapc.engine import loss
+
     if fmt == STORYLINE:
         return [d for d in native if type(d) is dict] if all(type(d) is dict for d in native) else None
     if at is None or any(envelope.HUB in ((s.get("unknown_fields") or {}).get("sources") or {}) for s in stories):
@@ -741,7 +743,7 @@ def companions_pattern(fmt: str) -> str | None:
 
 def _written_pattern(fmt: str) -> str | None:
     """Where the reverse writes child streams, relative to the first stream's file (`children.files`)."""
-    if fmt == STORYLINE or codecs.lookup(fmt) is not None:
+    if fmt == STORYLINE or _codec(fmt) is not None:
         return None
     spec = program_for(fmt).spec
     return spec.stream.children.files if spec.stream is not None and spec.stream.children is not None else None
@@ -750,25 +752,17 @@ def _written_pattern(fmt: str) -> str | None:
 def linked_by_parent(fmt: str) -> bool:
     """Whether `fmt` is an event-stream format whose child streams are files of their own whose
     Storylines name the session that spawned them (`children: {linked: parent}`)."""
-    if fmt == STORYLINE or codecs.lookup(fmt) is not None:
+    if fmt == STORYLINE or _codec(fmt) is not None:
         return False
     stream = program_for(fmt).spec.stream
     return stream is not None and stream.children is not None and stream.children.by_parent
-
-
-def _written_pattern(fmt: str) -> str | None:
-    """Where the reverse writes child streams, relative to the first stream's file (`children.files`)."""
-    if fmt == STORYLINE or codecs.lookup(fmt) is not None:
-        return None
-    spec = program_for(fmt).spec
-    return spec.stream.children.files if spec.stream is not None and spec.stream.children is not None else None
 
 
 def parent_pointers(fmt: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """For an event-stream format whose child streams are files of their own naming the stream that
     spawned them (`children: {parent, id}`), the pointers (in a record) of a stream's own id and of
     its parent's id; None otherwise."""
-    if fmt == STORYLINE or codecs.lookup(fmt) is not None:
+    if fmt == STORYLINE or _codec(fmt) is not None:
         return None
     stream = program_for(fmt).spec.stream
     c = stream.children if stream is not None else None
