@@ -95,10 +95,11 @@ def without_source(doc: Any, source: str) -> Any:
         return doc
     carriers = {}
     for carrier, entry in env["unknown_fields"]["by_trajectory"].items():
-        sources = {k: v for k, v in entry["sources"].items() if k not in (source, "_envelope_slot")}
-        if sources:
+        # the slot note stays while other entries do (a second call, for another source, needs it)
+        sources = {k: v for k, v in entry["sources"].items() if k != source}
+        if set(sources) - {"_envelope_slot"}:
             carriers[carrier] = {"sources": sources}
-    if carriers:
+    if any(set(c["sources"]) - {"_envelope_slot"} for c in carriers.values()):
         rest = put(rest, {"unknown_fields": {"version": 1, "by_trajectory": carriers}})
     return rest
 
