@@ -87,11 +87,16 @@ def test_skip_existing_into_a_new_dataset_and_ids_given_twice(tmp_path, runner):
     one = write(tmp_path / "a.json", story("s1"))
     result = runner.invoke(cli, ["store", one, "--to", str(root), "--skip-existing"])
     assert result.exit_code == 0 and "; 0 already stored, skipped" in result.stdout
-    # two files naming one document (issue 15 §6: within one file, documents sharing a session are
-    # segments, named by their position; tests/store/test_identity.py)
+    # two files holding one session without a trajectory id (issue 15 §6): segments of it, each named by
+    # its file and position (tests/store/test_identity.py), both stored; skipped when stored again
     first, second = write(tmp_path / "b.json", story("s2")), write(tmp_path / "c.json", story("s2"))
     result = runner.invoke(cli, ["store", first, second, "--to", str(root), "--skip-existing"])
-    assert result.exit_code == 1 and "is also the id of" in result.stderr  # within one job: still an error
+    assert result.exit_code == 0 and "stored 2 documents" in result.stdout, result.output
+    ids = runner.invoke(cli, ["query", str(root), "select document_id from runs order by 1", "--format", "jsonl"])
+    stored = [json.loads(line)["document_id"] for line in ids.stdout.splitlines()]
+    assert stored == ["s1", "s2#b.json#1", "s2#c.json#1"]
+    result = runner.invoke(cli, ["store", first, second, "--to", str(root), "--skip-existing"])
+    assert result.exit_code == 0 and "; 2 already stored, skipped" in result.stdout, result.output
 
 
 def test_replace_swaps_every_row_of_a_stored_document(tmp_path, runner):
