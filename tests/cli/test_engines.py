@@ -89,9 +89,12 @@ def test_bad_files_give_the_same_errors_and_write_nothing(tmp_path, runner, smal
 def test_duplicates_across_chunks_are_reported_alike_and_write_nothing(tmp_path, runner, small_chunks):
     corpus = mixed_corpus(tmp_path / "in")
     (corpus / "stories" / "zz").mkdir()
-    (corpus / "stories" / "zz" / "again.json").write_bytes(
-        (corpus / "stories" / "0" / "s01.storyline.json").read_bytes()
-    )
+    # A copy naming its trajectory "a-one-1", the id of s01 (its bare session): the same id twice.  (A
+    # copy without a trajectory would be a second segment of that session, named by its file:
+    # store/identity.py.)
+    again = json.loads((corpus / "stories" / "0" / "s01.storyline.json").read_bytes())
+    assert "trajectory" not in again and again["session"] == "a-one-1"
+    (corpus / "stories" / "zz" / "again.json").write_text(json.dumps({**again, "trajectory": "a-one-1"}))
     results = [store(runner, corpus, tmp_path / w, "--workers", w) for w in ("1", "2")]
     assert [r.exit_code for r in results] == [1, 1]
     assert (
