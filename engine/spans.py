@@ -12,7 +12,7 @@ document:
     nest: [outer, inner, spans]                  # the envelope levels; the last one holds the spans
     envelope: [{…}, {…}]                         # what the writer puts beside each level's list
     ids: {trace: T, span: S, parent: P, trace_bytes: 16, span_bytes: 8}   # hex ids of these sizes
-    times: {start: START, end: END}              # integer text; an end before its start is written as it
+    times: {start: START, end: END, min: 0}      # integer text, at least `min`; an end before its start is the start
     after: {K: V}                                # constant span fields written last
     attributes: {at: attrs, key: key, value: value, list: values,
                  read: {TYPE: int | list | keyed},   # any other type: the value as it is
@@ -93,6 +93,7 @@ class SpanSpec:
     span_bytes: int
     start_key: str
     end_key: str
+    time_min: int | None
     after: dict[str, Any]
     attributes_key: str
     key_key: str
@@ -122,11 +123,12 @@ class Context:
     def tables(self) -> dict[str, Any]:
         return self.spec.tables
 
-    def json(self, value: Any, at: str) -> Any:
+    def json(self, value: Any, at: str, shape: type | None = None) -> Any:
         """The JSON an attribute's text holds (a value that is no text stays as it is); a key
-        repeated in one of its objects is refused (at the attribute) unless allowed."""
+        repeated in one of its objects is refused (at the attribute) unless allowed, and so is a
+        value that is not of `shape` (`dict`, or `list`: a list of objects)."""
         if type(value) is not str:
-            return value
+            return self._shaped(value, at, shape)
         try:
             out = orjson.loads(value)
         except orjson.JSONDecodeError:
@@ -136,7 +138,14 @@ class Context:
             if found:
                 where = found[0].pointer
                 raise _fail("json.duplicate_key", at, f"the JSON text of this attribute repeats a key (at {where})")
-        return out
+        return self._shaped(out, at, shape)
+
+    def _shaped(self, value: Any, at: str, shape: type | None) -> Any:
+        if shape is dict and type(value) is not dict:
+            raise _fail(self.spec.codes["invalid"], at, "expected this attribute to hold an object")
+        if shape is list and (type(value) is not list or not all(type(v) is dict for v in value)):
+            raise _fail(self.spec.codes["invalid"], at, "expected this attribute to hold a list of objects")
+        return value
 
 
 def parse(data: dict[str, Any], tables: dict[str, Any]) -> SpanSpec:
@@ -159,6 +168,7 @@ def parse(data: dict[str, Any], tables: dict[str, Any]) -> SpanSpec:
         span_bytes=int(ids["span_bytes"]),
         start_key=times["start"],
         end_key=times["end"],
+        time_min=times.get("min"),
         after=dict(spans.get("after") or {}),
         attributes_key=attrs["at"],
         key_key=attrs.get("key", "key"),
@@ -229,27 +239,49 @@ def attribute(spec: SpanSpec, key: str, value: Any) -> dict[str, Any]:
     return {spec.key_key: key, spec.value_key: typed}
 
 
-def _value(spec: SpanSpec, v: Any) -> Any:
+def _value(spec: SpanSpec, v: Any, at: str = "") -> Any:
+    """A typed value read (`{TYPE: v}`); a value its type cannot be is refused at `at`."""
     if type(v) is not dict or len(v) != 1:
         return None
     ((kind, inner),) = v.items()
     how = spec.read_types.get(kind)
     if how == "int":
+        if type(inner) is int:
+            return inner
+        if type(inner) is not str or not inner.lstrip("-").isdigit() or not inner.isascii():
+            raise _fail(spec.codes["invalid"], f"{at}/{kind}", "expected an integer (as text)")
         return int(inner)
-    if how == "list":
-        return [_value(spec, x) for x in (inner or {}).get(spec.list_key, [])]
-    if how == "keyed":
-        return {kv[spec.key_key]: _value(spec, kv.get(spec.value_key)) for kv in (inner or {}).get(spec.list_key, [])}
+    if how in ("list", "keyed"):
+        items = (inner if type(inner) is dict else {}).get(spec.list_key, [])
+        if type(items) is not list:
+            raise _fail(spec.codes["invalid"], f"{at}/{kind}/{spec.list_key}", "expected a list")
+        if how == "list":
+            return [_value(spec, x, f"{at}/{kind}/{spec.list_key}/{n}") for n, x in enumerate(items)]
+        out = {}
+        for n, kv in enumerate(items):
+            here = f"{at}/{kind}/{spec.list_key}/{n}"
+            if type(kv) is not dict or type(kv.get(spec.key_key)) is not str:
+                raise _fail(spec.codes["invalid"], here, f"expected an object with a string {spec.key_key!r}")
+            out[kv[spec.key_key]] = _value(spec, kv.get(spec.value_key), f"{here}/{spec.value_key}")
+        return out
     return inner
 
 
-def attributes(spec: SpanSpec, span: dict[str, Any]) -> dict[str, Any]:
-    """A span's attribute list read as an object (a repeated key: the last wins)."""
-    return {
-        a[spec.key_key]: _value(spec, a.get(spec.value_key))
-        for a in span.get(spec.attributes_key) or []
-        if type(a) is dict and spec.key_key in a
-    }
+def attributes(spec: SpanSpec, span: dict[str, Any], at: str = "") -> dict[str, Any]:
+    """A span's attribute list read as an object (a repeated key: the last wins); an entry that is
+    no `{key, value}` object, or a value its type cannot be, is refused at its pointer."""
+    listed = span.get(spec.attributes_key)
+    if listed is None:
+        return {}
+    if type(listed) is not list:
+        raise _fail(spec.codes["invalid"], f"{at}/{spec.attributes_key}", "expected a list of attributes")
+    out = {}
+    for n, a in enumerate(listed):
+        here = f"{at}/{spec.attributes_key}/{n}"
+        if type(a) is not dict or type(a.get(spec.key_key)) is not str:
+            raise _fail(spec.codes["invalid"], here, f"expected an attribute: an object with a string {spec.key_key!r}")
+        out[a[spec.key_key]] = _value(spec, a.get(spec.value_key), f"{here}/{spec.value_key}")
+    return out
 
 
 # --- reading -----------------------------------------------------------------------------------
@@ -274,7 +306,18 @@ def _flatten(spec: SpanSpec, doc: Any) -> list[Span]:
             value = span.get(key)
             if type(value) is not str or len(value) != size or any(c not in _HEX for c in value):
                 raise _fail(spec.codes["bad_id"], f"{at}/{key}", f"expected {size} hex digits")
-        out.append(Span(at, span, attributes(spec, span)))
+        parent = span.get(spec.parent_key)
+        if parent not in (None, "") and (
+            type(parent) is not str or len(parent) != 2 * spec.span_bytes or any(c not in _HEX for c in parent)
+        ):
+            raise _fail(spec.codes["bad_id"], f"{at}/{spec.parent_key}", f"expected {2 * spec.span_bytes} hex digits")
+        for key in (spec.start_key, spec.end_key):
+            value = span.get(key)
+            if value is not None and not (
+                type(value) is int or (type(value) is str and value.isdigit() and value.isascii())
+            ):
+                raise _fail(spec.codes["invalid"], f"{at}/{key}", "expected a time: integer nanoseconds (as text)")
+        out.append(Span(at, span, attributes(spec, span, at)))
     return out
 
 
@@ -315,18 +358,26 @@ def decode(spec: SpanSpec, data: bytes, options: Options = DEFAULT) -> list[dict
     )
     root_ids = set(keys)
 
+    homes: dict[str, str | None] = {}  # span id -> its root, for every span walked past (linear time)
+
     def owner(span: Span) -> str | None:
         if per_trace:
             return str(span.raw[spec.trace_key]).lower()
-        seen = 0
+        path: list[str] = []
         parent = (span.raw.get(spec.parent_key) or "").lower()
-        while parent and seen < len(spans):
+        home: str | None = None
+        while parent and len(path) < len(spans):  # a cycle of parents ends here
             if parent in root_ids:
-                return str(parent)
+                home = parent
+                break
+            if parent in homes:
+                home = homes[parent]
+                break
+            path.append(parent)
             up = by_id.get(parent)
             parent = ((up.raw.get(spec.parent_key) if up is not None else "") or "").lower()
-            seen += 1
-        return None
+        homes.update(dict.fromkeys(path, home))
+        return home
 
     members: dict[str, list[Span]] = {k: [] for k in keys}
     orphans: dict[str, Any] = {}
@@ -389,7 +440,7 @@ def _not_given_back(
             kept[span.at] = span.raw  # nothing written back stands for it: kept whole
             continue
         d = queue.pop(0)
-        start = d["start"]
+        start = d["start"] if spec.time_min is None else max(spec.time_min, d["start"])
         written = {
             **(d.get("fields") or {}),
             spec.start_key: str(start),
@@ -474,8 +525,9 @@ def encode(spec: SpanSpec, stories: list[dict[str, Any]]) -> str:
             if parent:
                 span[spec.parent_key] = parent
             span.update(d.get("fields") or {})
-            span[spec.start_key] = str(d["start"])
-            span[spec.end_key] = str(max(d["start"], d["end"]))
+            start = d["start"] if spec.time_min is None else max(spec.time_min, d["start"])
+            span[spec.start_key] = str(start)
+            span[spec.end_key] = str(max(start, d["end"]))
             span[spec.attributes_key] = [attribute(spec, k, v) for k, v in d["attributes"]]
             span.update(spec.after)
             out.append(span)

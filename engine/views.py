@@ -83,3 +83,24 @@ def document_id(doc: Mapping[str, Any]) -> str:
     if type(trajectory) is str and trajectory:
         return trajectory
     return doc["session"]
+
+
+def call_results(turn: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The results of a turn's tool calls by call id, when its observation is just
+    ``{results: [{source_call_id, content}, …]}`` answering its calls once each, in call order (what
+    a format with one result per call says without loss); None for any other observation."""
+    obs, calls = turn.get("observation"), turn.get("tool_calls")
+    if type(obs) is not dict or set(obs) != {"results"} or type(calls) is not list:
+        return None
+    results = obs["results"]
+    if type(results) is not list or not results:
+        return None
+    order = [c.get("tcid") for c in calls if type(c) is dict]
+    seen: list[Any] = []
+    for r in results:
+        if type(r) is not dict or set(r) != {"source_call_id", "content"} or r["source_call_id"] not in order:
+            return None
+        seen.append(r["source_call_id"])
+    if len(set(seen)) != len(seen) or seen != [t for t in order if t in seen]:
+        return None
+    return {r["source_call_id"]: r["content"] for r in results}

@@ -18,7 +18,7 @@ from mapc.engine.functions import register
 from mapc.engine.problems import MapcError
 from mapc.engine.spans import Context, Span
 from mapc.engine.timestamp import TimestampError, format_rfc3339, timestamp_ns
-from mapc.engine.views import document_id
+from mapc.engine.views import call_results, document_id
 
 OP = "gen_ai.operation.name"
 
@@ -35,26 +35,6 @@ def _parts(msg: Any, ns: dict[str, str]) -> list[dict[str, Any]]:
         return []
     # A text is a text part; content lists and objects ride whole in a GenericPart of mapc's type.
     return [{"type": "text", "content": msg}] if type(msg) is str else [{"type": ns["msg_part"], "content": msg}]
-
-
-def _results(turn: dict[str, Any]) -> dict[str, Any] | None:
-    """The observation results by call id, when the observation is just `{results: [...]}` of
-    `{source_call_id, content}` answering the turn's calls once each, in call order."""
-    obs, calls = turn.get("observation"), turn.get("tool_calls")
-    if type(obs) is not dict or set(obs) != {"results"} or type(calls) is not list:
-        return None
-    results = obs["results"]
-    if type(results) is not list or not results:
-        return None
-    order = [c.get("tcid") for c in calls if type(c) is dict]
-    seen: list[str] = []
-    for r in results:
-        if type(r) is not dict or set(r) != {"source_call_id", "content"} or r["source_call_id"] not in order:
-            return None
-        seen.append(r["source_call_id"])
-    if len(set(seen)) != len(seen) or seen != [t for t in order if t in seen]:
-        return None
-    return {r["source_call_id"]: r["content"] for r in results}
 
 
 def _output(turn: dict[str, Any], ns: dict[str, str]) -> dict[str, Any]:
@@ -98,7 +78,7 @@ def otel_spans(story: dict[str, Any], ctx: Context) -> list[dict[str, Any]]:
         calls = [c for c in turn.get("tool_calls") or [] if type(c) is dict]
         if "tool_calls" in turn:
             rest["tool_calls"] = [{k: v for k, v in c.items() if k not in ("tcid", "fn", "args")} for c in calls]
-        results = _results(turn)
+        results = call_results(turn)
         if results is not None:
             rest.pop("observation")
         output = _output(turn, ns)
@@ -222,6 +202,12 @@ def _text(parts: list[Any], ns: dict[str, str]) -> Any:
     return "".join(str(p.get("content", "")) for p in texts)
 
 
+def _messages(ctx: Context, span: Span, key: str) -> list[Any]:
+    """A messages attribute's list (JSON text of the conventions' message schema; null: none)."""
+    found = ctx.json(span.attrs.get(key, "[]"), f"{span.at}/attributes")
+    return [] if found is None else list(ctx.json(found, f"{span.at}/attributes", list))
+
+
 @register("otel_story", 5)
 def otel_story(
     root: Span | None, own: list[Span], roots: list[Span], ctx: Context, key: str
@@ -234,7 +220,7 @@ def otel_story(
     at = root.at if root is not None else ""
     foreign = ns["document"] not in attrs
     if not foreign:
-        story = ctx.json(attrs[ns["document"]], f"{at}/attributes")
+        story = ctx.json(attrs[ns["document"]], f"{at}/attributes", dict)
     else:
         trace = root.raw["traceId"].lower() if root is not None else key
         story = {
@@ -257,7 +243,7 @@ def otel_story(
         if s.attrs.get(OP) == "execute_tool":
             tools[s.attrs.get("gen_ai.tool.call.id")] = s
         elif s.attrs.get(OP) == "chat" and foreign:
-            for m in ctx.json(s.attrs.get("gen_ai.input.messages", "[]"), f"{s.at}/attributes") or []:
+            for m in _messages(ctx, s, "gen_ai.input.messages"):
                 if type(m) is dict and _tool_result_only(m):
                     for part in m["parts"]:
                         responses.setdefault(part.get("id"), part.get("response"))
@@ -266,10 +252,10 @@ def otel_story(
         a = s.attrs
         if a.get(OP) != "chat":
             continue
-        inputs = ctx.json(a.get("gen_ai.input.messages", "[]"), f"{s.at}/attributes") or []
-        outputs = ctx.json(a.get("gen_ai.output.messages", "[]"), f"{s.at}/attributes") or []
+        inputs = _messages(ctx, s, "gen_ai.input.messages")
+        outputs = _messages(ctx, s, "gen_ai.output.messages")
         new = [m for m in inputs[seen_inputs:] if type(m) is dict and not _tool_result_only(m)]
-        residuals = ctx.json(a[ns["new_turns"]], f"{s.at}/attributes") if ns["new_turns"] in a else None
+        residuals = ctx.json(a[ns["new_turns"]], f"{s.at}/attributes", list) if ns["new_turns"] in a else None
         for n, message in enumerate(new):
             msg = _text(message.get("parts") or [], ns)
             if residuals is not None and n < len(residuals):
@@ -281,7 +267,7 @@ def otel_story(
         output = outputs[0] if outputs and type(outputs[0]) is dict else {"parts": []}
         parts = output.get("parts") or []
         if ns["turn"] in a:
-            turn = dict(ctx.json(a[ns["turn"]], f"{s.at}/attributes"))
+            turn = dict(ctx.json(a[ns["turn"]], f"{s.at}/attributes", dict))
         else:
             turn = {"id": len(turns) + 1, "src": "agent"}
             for k, to in (("startTimeUnixNano", "ts"), ("endTimeUnixNano", "finished_at")):
@@ -317,7 +303,7 @@ def otel_story(
                 turn["observation"] = {"results": results}
         turns.append(turn)
     if ns["trailing"] in attrs:
-        turns += ctx.json(attrs[ns["trailing"]], f"{at}/attributes")
+        turns += ctx.json(attrs[ns["trailing"]], f"{at}/attributes", list)
     story["turns"] = turns
     if foreign and root is not None:
         parent = (root.raw.get("parentSpanId") or "").lower()

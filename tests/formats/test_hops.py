@@ -31,7 +31,17 @@ from mapc.engine.problems import MapcError
 from mapc.mappings.openai_msg import has_value
 
 DOCUMENT_FORMATS = ("atif", "actf", "openai-msg")
-ALL = ("storyline", "atif", "actf", "openai-msg", "agenticmd", "openai-chat", "sharegpt", "otel-genai")
+ALL = (
+    "storyline",
+    "atif",
+    "actf",
+    "openai-msg",
+    "agenticmd",
+    "openai-chat",
+    "sharegpt",
+    "otel-genai",
+    "otel-openinference",
+)
 FILES = sorted(p for fmt in DOCUMENT_FORMATS for p in (FIXTURES / fmt).glob("*.json"))
 # Every fixture converts to every format (issue 15 §5: ATIF runs ending with a user step give their
 # complete interactions as OpenAI rows, and the rest rides in the envelope).
@@ -127,7 +137,7 @@ def test_a_to_b_to_a_gives_a_back(path: Path, b: str) -> None:
 def test_a_to_b_to_storyline_keeps_what_b_can_say(path: Path, b: str) -> None:
     a = fmt_of(path)
     _, _, stories, hopped = through(a, b, path.read_bytes(), path.name)
-    if b in ("storyline", "agenticmd", "otel-genai"):
+    if b in ("storyline", "agenticmd", "otel-genai", "otel-openinference"):
         assert hopped == stories  # the hub, its Markdown view and a trace with storyline.* say everything
         return
     # ACTF and OpenAI regroup stories (by task, by session), so compare the turns in order.  ACTF
@@ -346,7 +356,8 @@ def test_a_storyline_through_b_reads_as_b_and_exactly_through_its_own_format(pat
     if (path.name, b) in UNREPRESENTABLE or b == "storyline":
         return
     hopped = hop_in(b, hop_out(b, stories))
-    if b in (fmt_of(path), "agenticmd", "otel-genai"):  # a trace carries the Storyline whole (storyline.*)
+    # A trace carries the Storyline whole (storyline.*).
+    if b in (fmt_of(path), "agenticmd", "otel-genai", "otel-openinference"):
         assert plain(hopped) == plain(stories)
     else:
         assert [t for s in hopped for t in common(s)][:1] or not stories[0]["turns"]

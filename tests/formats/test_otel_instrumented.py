@@ -86,7 +86,6 @@ def test_the_committed_recording_reads_as_turns_with_nothing_dropped() -> None:
 
 
 def test_a_fresh_recording_reads_the_same(tmp_path: Path) -> None:
-    pytest.importorskip("opentelemetry.instrumentation.openai_v2", reason="dev extra: the instrumentation")
     out = tmp_path / "run.otlp.json"
     assert recorder().record(out) == 4
     check_reading(out.read_bytes())
@@ -106,3 +105,53 @@ def test_an_llm_client_trace_alone_is_one_trajectory() -> None:
     assert story["turns"][2]["observation"] == {
         "results": [{"source_call_id": "call_w1", "content": '{"temperature_c": 18, "sky": "cloudy"}'}]
     }
+
+
+def _edited(doc: dict[str, Any], span: int, edit: Any) -> bytes:
+    out = copy.deepcopy(doc)
+    edit(out["resourceSpans"][0]["scopeSpans"][0]["spans"][span])
+    return orjson.dumps(out)
+
+
+def _attribute(key: str, value: dict[str, Any]) -> Any:
+    def edit(span: dict[str, Any]) -> None:
+        span["attributes"] = [a for a in span["attributes"] if a["key"] != key] + [{"key": key, "value": value}]
+
+    return edit
+
+
+AT = "/resourceSpans/0/scopeSpans/0/spans/0"
+
+
+@pytest.mark.parametrize(
+    ("edit", "code", "where"),
+    [
+        (lambda s: s.__setitem__("startTimeUnixNano", "soon"), "otel.invalid", f"{AT}/startTimeUnixNano"),
+        (lambda s: s.__setitem__("parentSpanId", 5), "otel.bad_id", f"{AT}/parentSpanId"),
+        (lambda s: s.__setitem__("attributes", {"a": 1}), "otel.invalid", f"{AT}/attributes"),
+        (lambda s: s["attributes"].append({"key": 5}), "otel.invalid", f"{AT}/attributes/11"),
+        (
+            _attribute("gen_ai.usage.input_tokens", {"intValue": "many"}),
+            "otel.invalid",
+            f"{AT}/attributes/10/value/intValue",
+        ),
+        (
+            _attribute("x", {"kvlistValue": {"values": [1]}}),
+            "otel.invalid",
+            f"{AT}/attributes/11/value/kvlistValue/values/0",
+        ),
+        (_attribute("gen_ai.input.messages", {"stringValue": '{"role": "user"}'}), "otel.invalid", f"{AT}/attributes"),
+    ],
+)
+def test_a_bad_span_is_refused_at_its_pointer(edit: Any, code: str, where: str) -> None:
+    with pytest.raises(mapc.MapcError) as bad:
+        mapc.into_storyline("otel-genai", _edited(json.loads(FILE.read_bytes()), 0, edit))
+    assert [(p.code, p.pointer) for p in bad.value.problems] == [(code, where)]
+
+
+def test_a_storyline_attribute_of_the_wrong_shape_is_refused() -> None:
+    (story,) = mapc.into_storyline("atif", (FIXTURES / "atif" / "support-ticket.json").read_bytes())
+    doc = json.loads(mapc.from_storyline("otel-genai", [story]))
+    with pytest.raises(mapc.MapcError) as bad:
+        mapc.into_storyline("otel-genai", _edited(doc, 1, _attribute("storyline.turn", {"stringValue": '"x"'})))
+    assert [(p.code, p.pointer) for p in bad.value.problems] == [("otel.invalid", f"{AT[:-1]}1/attributes")]
