@@ -610,10 +610,13 @@ class _Session:
         res = self.fan.results
         if res is None:
             return False
-        key = pointer.resolve(element, res.key)
+        key = element.get(res.key[0], MISSING) if len(res.key) == 1 else pointer.resolve(element, res.key)
         if key is MISSING or (res.key_test is not None and not res.key_test(key)):
             return False
-        value = {name: _or_none(pointer.resolve(element, tokens)) for name, tokens in res.value}
+        value = {
+            name: _or_none(element.get(tokens[0], MISSING) if len(tokens) == 1 else pointer.resolve(element, tokens))
+            for name, tokens in res.value
+        }
         target = self.holders.get(key, current) if type(key) is str else self._holder(key, current)
         if target is None:
             return False
