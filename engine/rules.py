@@ -93,12 +93,19 @@ def _iter_turn_problems(turns: list[Any]) -> Iterator[Problem]:
                 )
         ts = turn.get("ts")
         if ts is not None:
-            problem = _timestamp_problem(ts, f"/turns/{i}/ts")
-            if problem is not None:
-                yield problem
+            error = _timestamp_error(ts)  # the pointer is made only for a bad one
+            if error is not None:
+                yield Problem("storyline.bad_timestamp", f"/turns/{i}/ts", error)
         calls = turn.get("tool_calls")
         if type(calls) is list:
-            yield from _iter_call_problems(calls, i, call_at, turns)
+            for j, call in enumerate(calls):  # R-TC1 (_iter_call_problems), inline: no generator per turn
+                tcid = call.get("tcid") if type(call) is dict else None
+                if type(tcid) is not str or not tcid:
+                    continue
+                known = len(call_at)
+                call_at.setdefault(tcid, i)
+                if len(call_at) == known:
+                    yield from _iter_call_problems(calls[j : j + 1], i, call_at, turns, start=j)
         prompt = turn.get("prompt")
         if type(prompt) is dict:  # null is absent; another type is the schema's error
             if turn.get("copied") is True:
@@ -113,18 +120,21 @@ def _iter_turn_problems(turns: list[Any]) -> Iterator[Problem]:
                     yield problem
         finished = turn.get("finished_at")
         if finished is not None:
-            problem = _timestamp_problem(finished, f"/turns/{i}/finished_at")
-            if problem is not None:
-                yield problem
+            error = _timestamp_error(finished)
+            if error is not None:
+                yield Problem("storyline.bad_timestamp", f"/turns/{i}/finished_at", error)
 
 
-def _iter_call_problems(calls: list[Any], i: int, call_at: dict[str, int], turns: list[Any]) -> Iterator[Problem]:
-    """R-TC1: each ``tcid`` unique across the whole document.
+def _iter_call_problems(
+    calls: list[Any], i: int, call_at: dict[str, int], turns: list[Any], start: int = 0
+) -> Iterator[Problem]:
+    """R-TC1: each ``tcid`` unique across the whole document (`calls` of turn `i`, the first at
+    index `start` of its turn's calls).
 
     Emptiness (R-TC1) and R-RESP (``response: {}``) are structural: the schema gives ``tcid``
     ``minLength: 1`` and ``response`` an ``anyOf`` requiring ``status`` or ``exit_code``.
     """
-    for j, call in enumerate(calls):
+    for j, call in enumerate(calls, start):
         tcid = call.get("tcid") if type(call) is dict else None
         # Not a string, or "": the schema's to report (and two empty ids are not duplicates).
         if type(tcid) is not str or not tcid:
@@ -148,6 +158,18 @@ def _first_call_index(turn: dict[str, Any], tcid: str) -> int:
         if type(call) is dict and call.get("tcid") == tcid:
             return j
     raise AssertionError("unreachable: tcid recorded for this turn")  # pragma: no cover
+
+
+def _timestamp_error(value: Any) -> str | None:
+    """`_timestamp_problem`'s message for `value`, or None (no pointer made for a good value)."""
+    kind = type(value)
+    if kind is not str and kind is not int and kind is not float:
+        return None
+    try:
+        timestamp_ns(value)
+    except TimestampError as error:
+        return str(error)
+    return None
 
 
 def _timestamp_problem(value: Any, at: str) -> Problem | None:
