@@ -68,11 +68,13 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 
 @dataclass(frozen=True, slots=True)
 class Span:
-    """One span as read: its pointer in the file, the span object, its attributes as an object."""
+    """One span as read: its pointer in the file, the span object, its attributes as an object,
+    and its position among the file's spans (a writer's own order, where start times may not be)."""
 
     at: str
     raw: dict[str, Any]
     attrs: dict[str, Any]
+    n: int = 0
 
 
 @dataclass(frozen=True)
@@ -317,7 +319,7 @@ def _flatten(spec: SpanSpec, doc: Any) -> list[Span]:
                 type(value) is int or (type(value) is str and value.isdigit() and value.isascii())
             ):
                 raise _fail(spec.codes["invalid"], f"{at}/{key}", "expected a time: integer nanoseconds (as text)")
-        out.append(Span(at, span, attributes(spec, span, at)))
+        out.append(Span(at, span, attributes(spec, span, at), len(out)))
     return out
 
 

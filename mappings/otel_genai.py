@@ -219,7 +219,8 @@ def otel_story(
     attrs = root.attrs if root is not None else {}
     at = root.at if root is not None else ""
     foreign = ns["document"] not in attrs
-    if not foreign:
+    if not foreign:  # mapc's own spans, in the order it wrote them (turns need not be in time order)
+        own = sorted(own, key=lambda s: s.n)
         story = ctx.json(attrs[ns["document"]], f"{at}/attributes", dict)
     else:
         trace = root.raw["traceId"].lower() if root is not None else key
