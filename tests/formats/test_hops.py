@@ -157,7 +157,10 @@ def test_a_to_b_to_storyline_keeps_what_b_can_say(path: Path, b: str) -> None:
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(atif_documents(), st.sampled_from(["actf", "openai-msg", "storyline", "agenticmd", "otel-genai", "otel-openinference"]))
+@given(
+    atif_documents(),
+    st.sampled_from(["actf", "openai-msg", "storyline", "agenticmd", "otel-genai", "otel-openinference"]),
+)
 def test_generated_atif_with_unknown_keys_survives_every_hop(doc: Any, b: str) -> None:
     try:
         direct, back, _, _ = through("atif", b, orjson.dumps(doc))
