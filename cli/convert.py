@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -106,18 +108,16 @@ def convert_command(
     """
     redactor = redactor_of(redact, redact_patterns)
     if Path(input).is_dir():
-        if redactor is not None:
-            raise click.BadParameter("--redact converts one file at a time, not a directory", param_hint="--redact")
         jobs = workers or os.cpu_count() or 1
-        assess = corpus.LossOptions(strict=strict, keep_envelope=not no_envelope)
+        assess = corpus.LossOptions(strict=strict, keep_envelope=not no_envelope, redactor=redactor)
         _convert_directory(
             input, from_fmt, to_fmt, output, jobs, quiet, engine, address, skip_existing, assess, report_file
         )
         return
-    if redactor is None and is_jsonl(input) and input != "-" and output not in (None, "-"):
+    if is_jsonl(input) and input != "-" and output not in (None, "-"):
         fmt = from_fmt or detect.detect(input, _first_line(input))
         if fmt is not None and _streams(fmt, to_fmt):
-            _convert_lines(input, fmt, to_fmt, output, strict, not no_envelope, report_file)
+            _convert_lines(input, fmt, to_fmt, output, strict, not no_envelope, report_file, redactor)
             return
     data = read_bytes(input)
     lines = jsonl_flag or is_jsonl(input) or (input == "-" and looks_like_jsonl(data))
@@ -140,10 +140,12 @@ def convert_command(
             to_fmt, stories, from_format=from_fmt, keep_envelope=not no_envelope
         )
         assessed = report.owner_checked(assessed.at(input), to_fmt, result)
+        if redactor is not None:
+            assessed = assessed.with_redacted(counts)
         if strict and not assessed.exact:
             report.write_report(report_file, [assessed], strict=strict)
             raise MapcError([report.refusal(assessed)])
-    files = convert.companion_files(to_fmt, result, _stem(output)) if output not in (None, "-") else None
+    files = convert.companion_files(to_fmt, result, _stem(output), stories) if output not in (None, "-") else None
     if files is not None and output is not None:  # a session and its subagents: its file, theirs beside it
         for rel, records in files[1:]:
             target = Path(output).parent / rel
@@ -241,8 +243,10 @@ def _convert_lines(
     strict: bool = False,
     keep_envelope: bool = True,
     report_file: str | None = None,
+    redactor: Any = None,
 ) -> None:
-    """A JSONL file converted line by line into `output`: memory holds one line, not the file."""
+    """A JSONL file converted line by line into `output`: memory holds one line, not the file; with
+    `redactor` (engine/redact.py) each line's Storylines are redacted, and the report counts it."""
     reports: list[loss.Report] = []
     with fail_on(input):
         try:
@@ -257,6 +261,7 @@ def _convert_lines(
                     reports=reports,
                     strict=strict,
                     keep_envelope=keep_envelope,
+                    redactor=redactor,
                 )
                 write_chunks(output, jsonl_chunks(documents) if is_jsonl(output) else json_chunks(documents))
         except OSError as exc:
@@ -267,6 +272,14 @@ def _convert_lines(
                 report.write_report(report_file, [whole], strict=strict)
                 for line in report.lines([whole]):
                     click.echo(line, err=True)
+                if redactor is not None:
+                    click.echo(f"{input}: {_redacted_line(whole.redacted)}", err=True)
+
+
+def _redacted_line(redacted: Iterable[tuple[str, int]]) -> str:
+    from mapc.engine.redact import summary as redact_summary  # with --redact only
+
+    return redact_summary(Counter(dict(redacted)))
 
 
 def _convert_directory(
@@ -326,6 +339,11 @@ def _convert_directory(
     for line in corpus.report_lines(summary):
         click.echo(line, err=True)
     strict = loss_options is not None and loss_options.strict
+    if loss_options is not None and loss_options.redactor is not None:  # each file's count is in its report
+        total: Counter[str] = Counter()
+        for r in results:
+            total.update(dict(r.loss.redacted) if r.loss is not None else {})
+        click.echo(f"{root}: {_redacted_line(total.items())}", err=True)
     report.write_report(report_file, [r.loss for r in results if r.loss is not None], strict=strict)
     if not quiet:
         click.echo(summary.line(), err=True)

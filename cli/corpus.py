@@ -35,6 +35,11 @@ Resuming.  With ``--skip-existing`` a file whose output is already there is not 
 ``existing``): outputs are only ever renamed into place whole, so one that exists was written whole;
 ``mapc convert DIR`` stopped by Ctrl-C goes on where it stopped.
 
+Trees of streams.  For an event-stream format whose child streams are files of their own that name the
+session that spawned them (`children: {linked: parent}`: Codex sub-agent rollouts), the plan maps each such
+file's first record: a stream whose parent is under DIR is converted with the root of its tree, as one tree
+of Storylines (the root's output holds them all), and is skipped as a file of its own, saying why.
+
 Settings.  Each job carries the command's `Options` (engine/options.py: the input limit, the residual
 limits, the duplicate-key check), so a worker, local or on Ray, converts with exactly those.
 """
@@ -46,7 +51,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mapc.cli import sessions
 from mapc.cli.engines import Engine, LocalEngine
@@ -60,6 +65,9 @@ from mapc.engine.loss import Report
 from mapc.engine.options import DEFAULT, Options
 from mapc.engine.problems import MapcError, Problem
 
+if TYPE_CHECKING:
+    from mapc.engine.redact import Redactor
+
 JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
 CONVERTED, FAILED, SKIPPED, EXISTING = "converted", "failed", "skipped", "existing"
 MB = 1_000_000
@@ -68,10 +76,12 @@ MB = 1_000_000
 @dataclass(frozen=True, slots=True)
 class LossOptions:
     """What a job does with its loss report (engine/loss.py): `strict` refuses a conversion that
-    is not exact; without `keep_envelope` the output is the pure target format."""
+    is not exact; without `keep_envelope` the output is the pure target format; with `redactor` the
+    Storylines' message and tool text is redacted before the export, and the report counts it."""
 
     strict: bool = False
     keep_envelope: bool = True
+    redactor: Redactor | None = None  # `--redact`: its compiled patterns travel to the worker with the job
 
 
 class PlanError(Exception):
@@ -95,6 +105,7 @@ class Job:
     size: int = 0
     options: Options = DEFAULT
     loss: LossOptions = LossOptions()
+    streams: tuple[tuple[str, str], ...] = ()  # (path, rel) of child streams read with it (a tree of streams)
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,8 +299,56 @@ def plan(
                 jobs.append(Job(full, rel, output, outdir, to_fmt, from_fmt, size, options, loss or LossOptions()))
             continue
         settled.append(FileResult(full, FAILED, input_bytes=0, problem=problem, problems=1))
+    jobs = _trees(jobs, settled, from_fmt, options)
     jobs.sort(key=lambda j: (-j.size, j.path))
     return Plan(tuple(jobs), tuple(settled))
+
+
+def _trees(jobs: list[Job], settled: list[FileResult], from_fmt: str | None, options: Options) -> list[Job]:
+    """The jobs with each child stream (`convert.linked_by_parent`: its first record's Storyline names
+    the session that spawned it) moved into the job of its tree's root (`Job.streams`), and settled
+    as skipped."""
+    own: dict[str, Job] = {}
+    up: dict[str, str] = {}
+    for job in jobs:
+        if not is_jsonl(job.path):
+            continue
+        try:
+            with open(job.path, "rb") as f:
+                first = f.readline(options.max_input_bytes or -1)
+            fmt = from_fmt or detect.detect(job.path, first)
+            if fmt is None or not convert.linked_by_parent(fmt):
+                continue
+            (story, *_) = convert.into_storyline(fmt, first, jsonl=True, path=job.rel, options=options)
+        except (OSError, ValueError, MapcError):
+            continue  # a first record that says no session: the job itself says what is wrong, if anything
+        own.setdefault(story["session"], job)
+        psid = (story.get("parent") or {}).get("psid")
+        if type(psid) is str:
+            up[job.path] = psid
+
+    def root(job: Job) -> Job:
+        seen = {job.path}
+        while (parent := own.get(up.get(job.path, ""))) is not None and parent.path not in seen:
+            seen.add(parent.path)
+            job = parent
+        return job
+
+    members: dict[str, list[Job]] = {}
+    for job in jobs:
+        top = root(job) if job.path in up else job
+        if top is not job:
+            members.setdefault(top.path, []).append(job)
+            reason = f"read with {shown(top.path)}, the session it belongs to"
+            settled.append(FileResult(job.path, SKIPPED, input_bytes=job.size, reason=reason))
+    inside = {m.path for group in members.values() for m in group}
+    out = []
+    for j in jobs:
+        group = members.get(j.path, [])
+        if j.path not in inside:
+            streams = tuple((m.path, m.rel) for m in sorted(group, key=lambda m: m.path))
+            out.append(dataclasses.replace(j, streams=streams, size=j.size + sum(m.size for m in group)))
+    return out
 
 
 # -- one file ---------------------------------------------------------------------------------------------
@@ -366,7 +425,11 @@ def convert_file(job: Job) -> FileResult:
             return FileResult(job.path, SKIPPED, input_bytes=len(data), reason="not a known format")
         pattern = convert.companions_pattern(fmt)
         drift: list[str] = []
-        if pattern is None:
+        if job.streams:  # the root of a tree of streams: its child streams are read with it
+            found = [(rel, read_limited(path, job.options.max_input_bytes)) for path, rel in job.streams]
+            stories = convert.into_storyline_with(fmt, data, found, path=job.rel, options=job.options)
+            drift.extend(f"{rel}: {m}" for rel, raw in found for m in convert.drift(fmt, raw, job.options))
+        elif pattern is None:
             stories = convert.into_storyline(fmt, data, jsonl=jsonl, path=job.rel, options=job.options)
         else:  # an event stream: its companion files (subagent transcripts) are read with it
             session = sessions.owner(pattern, job.path)
@@ -375,10 +438,13 @@ def convert_file(job: Job) -> FileResult:
                 return FileResult(job.path, SKIPPED, input_bytes=len(data), reason=reason)
             stories = _with_companions(job, fmt, data, pattern, drift)
         drift[:0] = convert.drift(fmt, data, job.options)  # as `mapc convert FILE` warns of it
+        redacted: dict[str, int] = {}
+        if job.loss.redactor is not None:
+            stories, redacted = job.loss.redactor.stories(stories)
         result, assessed = convert.from_storyline_reported(
             job.to_fmt, stories, from_format=fmt, keep_envelope=job.loss.keep_envelope
         )
-        assessed = owner_checked(assessed.at(job.path), job.to_fmt, result)
+        assessed = owner_checked(assessed.at(job.path), job.to_fmt, result).with_redacted(redacted)
         if job.loss.strict and not assessed.exact:
             refused = _failed(job, len(data), [refusal(assessed)])
             return dataclasses.replace(refused, loss=assessed)

@@ -9,12 +9,16 @@ What is cached, and why it is safe:
   by a hash of the spec text and of mapc's version.  It is read back as untrusted data and goes through
   the same checks as a spec file read from YAML (engine/spec.py), so it can say no more than a spec can.
 - the *bytecode* of code that mapc generates (a compiled spec, a compiled JSON Schema), keyed by a hash
-  of the generated source.  A spec's source is made again on every run, never taken from the cache.
+  of the generated source.  A spec given by path has its source made again on every run; a shipped
+  spec's whole compiled program may be kept (below).
 - the *generated source and constants* of a shipped JSON Schema (engine/schema.py), keyed by the
   schema's text and the compiler's own source, so that checking a Storyline does not compile the
   hub schema on every run; the constants are tagged JSON (regexes, sets, JSON values).
+- the *compiled program* of a shipped spec (engine/stored.py): its values pickled beside the bytecode
+  of its generated code, keyed by the spec's text and a fingerprint of the engine's and the formats'
+  modules, so that a run of a shipped spec loads it without reading, checking or compiling the spec.
 
-Code runs when loaded, so a code or schema entry is used only when all of these hold: the directory
+Code runs when loaded, so a code, schema or program entry is used only when all of these hold: the directory
 and the file belong to this user and nobody else may write to them (as ssh checks its keys); and the
 entry carries a keyed hash (BLAKE3) of its name and its bytes under a secret that only this user's
 mapc knows (a 0600 file in the directory), so an entry not written by this user's mapc — copied in,
@@ -166,6 +170,18 @@ def compiled(source: str, filename: str) -> CodeType:
     if _state["dir"] is not None:
         _store("code", key, marshal.dumps(code))
     return code
+
+
+def entry(kind: str, key: bytes) -> bytes | None:
+    """The bytes kept under (`kind`, `key`) by `store_entry` (this user's mapc wrote them: their keyed
+    hash matches), or None.  What they hold may run code when loaded (engine/stored.py)."""
+    return _load(kind, key)
+
+
+def store_entry(kind: str, key: bytes, body: bytes) -> None:
+    """Keep `body` under (`kind`, `key`), with its keyed hash."""
+    if _state["dir"] is not None:
+        _store(kind, key, body)
 
 
 def data(kind: str, key: bytes) -> Any | None:

@@ -162,7 +162,7 @@ def _encode(value: Any) -> bytes:
     return "".join(parts).encode("utf-8")
 
 
-def canonical_bytes(value: Any) -> bytes:
+def canonical_bytes(value: Any, *, parsed: bool = False) -> bytes:
     """The canonical JSON bytes of a JSON value (dict, list, str, int, float, bool, None).
 
     Object keys are sorted recursively (Python's code-point order is UTF-8 byte order), separators
@@ -171,6 +171,10 @@ def canonical_bytes(value: Any) -> bytes:
     larger integers print as the f64 serde_json would parse them into; floats go through
     `format_float`.  Raises ValueError for NaN, infinities and lone surrogates, TypeError for
     values that are not JSON.  Other Python types orjson happens to accept are not checked.
+
+    `parsed`: the value is one the JSON parser made (or JSON values made from one), so it holds
+    no NaN or infinity (orjson.loads refuses them): the walk that looks for them is skipped, a
+    fifth of the forward of a large document.
     """
     try:
         out = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
@@ -178,17 +182,17 @@ def canonical_bytes(value: Any) -> bytes:
         # An integer beyond 64 bits, nesting deeper than orjson's limit, or not JSON at all.
         return _encode(value)
     # orjson writes NaN and infinities as null: without a null in sight there can be none.
-    if _ORJSON_FLOATS_EXACT and b"null" not in out:
+    if _ORJSON_FLOATS_EXACT and (parsed or b"null" not in out):
         return out
     if _has_float(value) and not _ORJSON_FLOATS_EXACT:
         return _encode(value)
     return out
 
 
-def document_id(value: Any) -> str:
+def document_id(value: Any, *, parsed: bool = False) -> str:
     """Lowercase hex BLAKE3-256 of `canonical_bytes(value)`, a content-derived ``source_document_id``.
 
     The caller decides what `value` is: a format spec may say to hash one top-level document
-    without its ``_storyline`` envelope key, for instance.
+    without its ``_storyline`` envelope key, for instance.  `parsed`: see `canonical_bytes`.
     """
-    return blake3.blake3(canonical_bytes(value)).hexdigest()
+    return blake3.blake3(canonical_bytes(value, parsed=parsed)).hexdigest()

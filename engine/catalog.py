@@ -152,9 +152,6 @@ class Catalog:
     def program(self, name_or_path: str) -> Program:
         """The compiled spec for a built-in name (or an alias a spec declares) or a path to a YAML
         spec.  A path is read on every call and compiled again when its text changed."""
-        from mapc.engine.compile import compile_spec
-        from mapc.engine.spec import load_spec
-
         programs: dict[str, Program] = self._held.setdefault("programs", {})
         names = self.shipped_names()
         if name_or_path not in names and name_or_path in self.aliases():
@@ -162,11 +159,37 @@ class Catalog:
         if name_or_path in names:
             found = programs.get(name_or_path)
             if found is None:
-                found = programs[name_or_path] = compile_spec(
-                    load_spec(f"{name_or_path}.yaml", self.spec_text(name_or_path)), self
-                )
+                found = programs[name_or_path] = self._compiled(name_or_path)
             return found
         return self._program_at(name_or_path, names)
+
+    def _compiled(self, name: str) -> Program:
+        """Shipped spec `name` compiled, or loaded as compiled from the spec cache (engine/stored.py:
+        no spec reader, compiler or code writer is imported then)."""
+        from mapc.engine import stored
+
+        text = self.spec_text(name)
+        scope = f"{self.specs}|{','.join(self.functions)}"
+        directories = self._code_directories()
+        found = stored.load(text, scope, directories) if directories else None
+        if found is None:
+            from mapc.engine.compile import compile_spec
+            from mapc.engine.spec import load_spec
+
+            found = compile_spec(load_spec(f"{name}.yaml", text), self)
+            if directories:
+                stored.store(text, scope, directories, found)
+        return found
+
+    def _code_directories(self) -> tuple[str, ...]:
+        """The directories of the engine's and the spec package's modules, whose files fingerprint a
+        kept program; () when one is not a plain directory (nothing is kept then)."""
+        import os
+
+        from mapc.engine import resources
+
+        specs = resources._directory(self.specs)
+        return (os.path.dirname(os.path.abspath(__file__)), specs) if specs is not None else ()
 
     def _program_at(self, name_or_path: str, names: list[str]) -> Program:
         from pathlib import Path

@@ -43,6 +43,24 @@ def collect(node: Any, tokens: tuple[str | Var, ...]) -> list[tuple[Steps, Any]]
     return level
 
 
+def values_at(node: Any, tokens: tuple[str | Var, ...]) -> list[Any]:
+    """The values `collect` finds, in its order, without their steps: what the fast pass of a
+    check reads (`_FINE`); the steps are made only when some value fails."""
+    level = [node]
+    for token in tokens:
+        if isinstance(token, Var):
+            nxt: list[Any] = []
+            for item in level:
+                if type(item) is list:
+                    nxt.extend(item)
+                elif type(item) is dict:
+                    nxt.extend(item.values())
+            level = nxt
+        else:
+            level = [item[token] for item in level if type(item) is dict and token in item]
+    return level
+
+
 def steps_path(steps: Steps) -> list[Any]:
     """The keys and positions of `collect`'s steps, outermost first."""
     out: list[Any] = []
@@ -197,6 +215,113 @@ def _unique(check: CheckSpec, node: Any, at: str, find: Find, seen: dict[Any, tu
             seen[key] = (at, steps)
 
 
+# --- the fast pass: does a check find nothing? ----------------------------------------------
+# A valid document is the common case: each of these says, from the values alone (no steps, no
+# pointers), that its check would yield no problem; only when one says no does the check run.
+
+
+def _fine_nonempty(check: CheckSpec, node: Any, values: Values) -> bool:
+    tokens = check.pointers[0].tokens
+    if not any(isinstance(t, Var) for t in tokens):
+        return False  # a missing value is a problem too: the check itself decides (cheap)
+    return not any(is_empty(v) for v in values(node, tokens))
+
+
+def _fine_minimum(check: CheckSpec, node: Any, values: Values) -> bool:
+    low = check.value
+    return not any(type(v) in (int, float) and v < low for v in values(node, check.pointers[0].tokens))
+
+
+def _fine_timestamp(check: CheckSpec, node: Any, values: Values) -> bool:
+    for value in values(node, check.pointers[0].tokens):
+        if value is None:
+            continue
+        if type(value) is not str:
+            return False
+        try:
+            parse_rfc3339(value)
+        except TimestampError:
+            return False
+    return True
+
+
+def _fine_nonblank(check: CheckSpec, node: Any, values: Values) -> bool:
+    return all(type(v) is not str or v.strip() for v in values(node, check.pointers[0].tokens))
+
+
+def _fine_unique(check: CheckSpec, node: Any, values: Values) -> bool:
+    keys = [
+        (type(v), v) for v in values(node, check.pointers[0].tokens) if v is not None and type(v) not in (dict, list)
+    ]
+    return len(set(keys)) == len(keys)
+
+
+def _fine_increasing(check: CheckSpec, node: Any, values: Values) -> bool:
+    # Grouped as `_group_of` groups: the values below one container of the last variable.
+    tokens = check.pointers[0].tokens
+    last_var = max((i for i, t in enumerate(tokens) if isinstance(t, Var)), default=-1)
+    if last_var < 0:
+        return True  # one value: nothing to compare
+    rest = tokens[last_var + 1 :]
+    for container in values(node, tokens[:last_var]):
+        items = container if type(container) is list else container.values() if type(container) is dict else ()
+        before: Any = MISSING
+        for item in items:
+            for value in values_at(item, rest):
+                if type(value) not in (int, float):
+                    continue
+                if before is not MISSING and not value > before:
+                    return False
+                before = value
+    return True
+
+
+def _fine_call(check: CheckSpec, node: Any, values: Values) -> bool:
+    function = lookup(check.value)
+    assert function is not None  # compile checked the name
+    return all(next(iter(function.fn(v)), None) is None for v in values(node, check.pointers[0].tokens))
+
+
+def _fine_same_if_both(check: CheckSpec, node: Any, values: Values) -> bool:
+    # The common shape: both pointers below the same elements (equal up to their last variable),
+    # each one literal path further: a value of each per element, compared element by element.
+    first, second = check.pointers[0].tokens, check.pointers[1].tokens
+    last_var = max((i for i, t in enumerate(first) if isinstance(t, Var)), default=-1)
+    a, b = first[last_var + 1 :], second[last_var + 1 :]
+    if last_var < 0 or first[: last_var + 1] != second[: last_var + 1] or not a or not b:
+        return False
+    if any(isinstance(t, Var) for t in (*a, *b)):
+        return False
+    for container in values(node, first[:last_var]):
+        items = container if type(container) is list else container.values() if type(container) is dict else ()
+        for item in items:
+            x, y = _literal(item, a), _literal(item, b)
+            if x is not MISSING and y is not MISSING and not is_empty(x) and not is_empty(y) and not json_equal(x, y):
+                return False
+    return True
+
+
+def _literal(node: Any, tokens: tuple[Any, ...]) -> Any:
+    for token in tokens:
+        if type(node) is not dict:
+            return MISSING
+        node = node.get(token, MISSING)
+    return node
+
+
+Values = Callable[[Any, tuple[str | Var, ...]], list[Any]]
+_FINE: dict[str, Callable[[CheckSpec, Any, Values], bool]] = {
+    "nonempty": _fine_nonempty,
+    "minimum": _fine_minimum,
+    "timestamp": _fine_timestamp,
+    "nonblank": _fine_nonblank,
+    "unique": _fine_unique,
+    "increasing": _fine_increasing,
+    "call": _fine_call,
+    "same_if_both": _fine_same_if_both,
+}
+
+
 _BY_KIND: dict[str, Callable[[CheckSpec, Any, str, Find], Iterator[Problem]]] = {
     "nonempty": _nonempty,
     "nonempty_any": _nonempty_any,
@@ -212,10 +337,17 @@ _BY_KIND: dict[str, Callable[[CheckSpec, Any, str, Find], Iterator[Problem]]] = 
 }
 
 
-def iter_check_problems(checks: tuple[CheckSpec, ...], doc: Any, children: tuple[str, ...] | None) -> Iterator[Problem]:
-    """Run every check over `doc` and its nested documents (pre-order), in check order per node."""
+def iter_check_problems(
+    checks: tuple[CheckSpec, ...], doc: Any, children: tuple[str, ...] | None, *, fast: bool = True
+) -> Iterator[Problem]:
+    """Run every check over `doc` and its nested documents (pre-order), in check order per node.
+
+    `fast`: a check first asks its values alone whether it finds anything (`_FINE`), and runs in
+    full only when it may; False runs each in full (the same problems: tests compare the two)."""
     nodes = list(_nodes(doc, "", children, top=True))
     found: dict[tuple[int, Any], list[tuple[Steps, Any]]] = {}
+
+    values_found: dict[tuple[int, Any], list[Any]] = {}
 
     def find(node: Any, tokens: tuple[str | Var, ...]) -> list[tuple[Steps, Any]]:
         # Several checks often read the same values (step ids: minimum and unique).
@@ -223,6 +355,12 @@ def iter_check_problems(checks: tuple[CheckSpec, ...], doc: Any, children: tuple
         if key not in found:
             found[key] = collect(node, tokens)
         return found[key]
+
+    def values(node: Any, tokens: tuple[str | Var, ...]) -> list[Any]:
+        key = (id(node), tokens)
+        if key not in values_found:
+            values_found[key] = values_at(node, tokens)
+        return values_found[key]
 
     for check in checks:
         tree_seen: dict[Any, tuple[str, Any]] = {}
@@ -234,7 +372,10 @@ def iter_check_problems(checks: tuple[CheckSpec, ...], doc: Any, children: tuple
                 inner = _relative_check(check)
             else:
                 members, inner = [(at, node)], check
+            fine = _FINE.get(check.kind) if fast and not (check.kind == "unique" and check.across == "tree") else None
             for where, member in members:
+                if fine is not None and fine(inner, member, values):
+                    continue
                 if check.kind == "unique":
                     yield from _unique(inner, member, where, find, tree_seen if check.across == "tree" else {})
                 else:

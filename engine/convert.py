@@ -27,6 +27,7 @@ from mapc.engine.template import Template, parse_template
 if TYPE_CHECKING:
     from mapc.engine import codecs, loss
     from mapc.engine.program import Program
+    from mapc.engine.redact import Redactor
 
 # Codecs, loss reports and provenance are imported where they are used: a run of one spec over one file
 # (`mapc run`) needs none of them.
@@ -156,7 +157,7 @@ def forward_unit(
         problems = input_problems(program, doc)
         if problems:
             raise MapcError(problems)
-        mapped = run.forward(program, doc, path=path)
+        mapped = run.forward(program, doc, path=path, parsed=True)  # units are parsed JSON (read_units)
         problems = envelope.attach(carried, {c: m.story for m in mapped for c in m.carriers}, program.spec.source)
         if problems:
             raise MapcError(problems)
@@ -436,25 +437,31 @@ def convert_lines(
     reports: list[loss.Report] | None = None,
     strict: bool = False,
     keep_envelope: bool = True,
+    redactor: Redactor | None = None,
 ) -> Iterator[Any]:
     """`convert` for JSONL read lazily (see `streamable`): the documents of each line in turn, so
     memory holds one line at a time.  Every line is checked; MapcError, with every bad line, at the end.
 
     With `reports` (a list), each line's loss report is appended to it; `strict` makes a line that
     is not exact a problem of its line (`convert.not_exact`); without `keep_envelope` the documents
-    are written without their envelopes."""
+    are written without their envelopes; with `redactor` each line's Storylines are redacted before
+    the export (engine/redact.py), the replacements counted in its report."""
     problems: list[Problem] = []
     for n, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            if reports is None and keep_envelope and not strict:
+            if reports is None and keep_envelope and not strict and redactor is None:
                 result = convert(from_fmt, to_fmt, line, path=path, options=options)
             else:
                 stories = into_storyline(from_fmt, line, path=path, options=options)
+                counts: dict[str, int] = {}
+                if redactor is not None:
+                    stories, counts = redactor.stories(stories)
                 result, report = from_storyline_reported(
                     to_fmt, stories, from_format=from_fmt, keep_envelope=keep_envelope
                 )
+                report = report.with_redacted(counts)
                 if reports is not None:
                     reports.append(report)
                 if strict and not report.exact:
@@ -619,7 +626,36 @@ def companions_pattern(fmt: str) -> str | None:
     if fmt == STORYLINE or _codec(fmt) is not None:
         return None
     spec = program_for(fmt).spec
+    children = spec.stream.children if spec.stream is not None else None
+    return children.files if children is not None and not children.by_parent else None
+
+
+def _written_pattern(fmt: str) -> str | None:
+    """Where the reverse writes child streams, relative to the first stream's file (`children.files`)."""
+    if fmt == STORYLINE or _codec(fmt) is not None:
+        return None
+    spec = program_for(fmt).spec
     return spec.stream.children.files if spec.stream is not None and spec.stream.children is not None else None
+
+
+def linked_by_parent(fmt: str) -> bool:
+    """Whether `fmt` is an event-stream format whose child streams are files of their own whose
+    Storylines name the session that spawned them (`children: {linked: parent}`)."""
+    if fmt == STORYLINE or _codec(fmt) is not None:
+        return False
+    stream = program_for(fmt).spec.stream
+    return stream is not None and stream.children is not None and stream.children.by_parent
+
+
+def parent_pointers(fmt: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """For an event-stream format whose child streams are files of their own naming the stream that
+    spawned them (`children: {parent, id}`), the pointers (in a record) of a stream's own id and of
+    its parent's id; None otherwise."""
+    if fmt == STORYLINE or _codec(fmt) is not None:
+        return None
+    stream = program_for(fmt).spec.stream
+    c = stream.children if stream is not None else None
+    return (c.key, c.parent) if c is not None and c.parent is not None else None
 
 
 def into_storyline_with(
@@ -673,21 +709,28 @@ def drift(fmt: str, data: bytes, options: Options = DEFAULT) -> list[str]:
     return stream.drift(spec, records).messages(spec.checked)
 
 
-def companion_files(fmt: str, result: Any, stem: str) -> list[tuple[str, Any]] | None:
+def companion_files(
+    fmt: str, result: Any, stem: str, stories: list[dict[str, Any]] | None = None
+) -> list[tuple[str, Any]] | None:
     """Where the streams of `result` (what `from_storyline(fmt, …)` gave: several streams) go when
     the first is written to a file named `stem` (without suffix): the first at "" and each other one
     at the spec's companion path (``{stem}/subagents/agent-{key}.jsonl``, `key` its records' value at
-    `children.key`); None when `fmt` has no companions or `result` is one stream."""
+    `children.key`, or with `linked: parent` the session of `stories`' Storyline); None when `fmt` has
+    no companions or `result` is one stream."""
     from mapc.engine import pointer as ptr
 
-    pattern = companions_pattern(fmt)
+    pattern = _written_pattern(fmt)
     if pattern is None or not _streams_of(result) or len(result) < 2:
         return None
     spec = program_for(fmt).spec.stream
     assert spec is not None and spec.children is not None
     out: list[tuple[str, Any]] = [("", result[0])]
+    sessions = [s.get("session") for s in stories] if stories is not None and spec.children.by_parent else []
     for n, records in enumerate(result[1:], start=1):
-        key = next((v for r in records if type(v := ptr.resolve(r, spec.children.key)) is str and v), f"child-{n}")
+        if n < len(sessions) and type(sessions[n]) is str:  # linked by parent: a child is named by its session
+            key = sessions[n]
+        else:
+            key = next((v for r in records if type(v := ptr.resolve(r, spec.children.key)) is str and v), f"child-{n}")
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in key).lstrip(".") or f"child-{n}"
         out.append((pattern.replace("{stem}", stem).replace("{key}", safe), records))
     return out

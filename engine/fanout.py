@@ -101,7 +101,7 @@ class Kind:
     first_row: bool = False
     each: Tokens | None = None  # the array whose elements are turns
     var: str = ""  # the element's (or the selection's) name in source pointers
-    before: tuple[str, str] | None = None  # (selection, key it must hold): elements before its value
+    before: tuple[str, str | None] | None = None  # (selection, key it must hold): elements before its value
     select: str | None = None
     has: str | None = None  # a key the selection's value must hold
     missing: tuple[str, str] | None = None  # (problem code, message) when the selection finds nothing
@@ -109,6 +109,10 @@ class Kind:
     needs: Tokens | None = None
     back_const: tuple[tuple[Tokens, Any], ...] = ()
     order: tuple[int, ...] = ()  # the fields in the order they are computed: `needs` first, late ones last
+    readers: tuple[Any, ...] = ()  # per field: a function of the sources giving (value, source taken), or None
+    steps: tuple[Any, ...] = ()  # (index, field, reader, late) in `order`
+    puts: tuple[Any, ...] = ()  # (index, spread, single key or None, tokens) in field order
+    keeps: tuple[Any, ...] = ()  # (index, kept source)
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,6 +328,7 @@ def _kind(k: Any, at: str, selections: dict[str, Any], ids: dict[str, Any]) -> K
     first = [i for i in computed if needs is not None and fields[i].to == needs]
     order = first + [i for i in computed if not fields[i].late and i not in first]
     order += [i for i in computed if fields[i].late and i not in first]
+    readers = tuple(_reader(f) for f in fields)
     return Kind(
         str(k["name"]),
         fields,
@@ -338,7 +343,48 @@ def _kind(k: Any, at: str, selections: dict[str, Any], ids: dict[str, Any]) -> K
         needs,
         tuple((_tokens(p, at), v) for p, v in (k.get("back_const") or {}).items()),
         tuple(order),
+        readers,
+        tuple((i, fields[i], readers[i], fields[i].late) for i in order),
+        tuple((i, f.spread, f.to[0] if len(f.to) == 1 else None, f.to) for i, f in enumerate(fields)),
+        tuple((i, k) for i, f in enumerate(fields) for k in f.keep),
     )
+
+
+Reader = Callable[[dict[str, Any]], tuple[Any, Any]]
+
+
+def _reader(f: Field) -> Reader | None:
+    """Field `f`'s forward as one function of the sources (env), for fields whose value needs no
+    residual bookkeeping: constants, copies and chains (a call of the value taken included)."""
+    if f.spread is not None or f.call is not None:
+        return None  # a call's value may hold residuals (functions.Kept): the session keeps them
+    if len(f.candidates) == 1 and f.candidates[0].src is None and f.candidates[0].if_ is None:
+        const = f.candidates[0].const
+        return lambda env: (const, None)
+    candidates = tuple((c, c.src) for c in f.candidates)
+    default = f.default
+
+    def read(env: dict[str, Any]) -> tuple[Any, Any]:
+        value: Any = MISSING
+        taken = None
+        for c, src in candidates:
+            if src is None:
+                if c.if_ is None or not is_empty(_read(c.if_, env)):
+                    value = c.const
+                    break
+                continue
+            v = _read(src, env)
+            if v is MISSING or (v is None and not c.keep_null) or (c.test is not None and not c.test(v)):
+                continue
+            if c.table is not None:
+                v = c.table.get(v, MISSING) if type(v) is str else MISSING
+                if v is MISSING:
+                    continue
+            value, taken = v, src
+            break
+        return (default if value is MISSING else value), taken
+
+    return read
 
 
 def _results(r: Any, selections: dict[str, Any]) -> Results | None:
@@ -381,6 +427,8 @@ def sources(kind: Kind) -> list[tuple[Src, str]]:
 
 def _read(src: Src, env: dict[str, Any]) -> Any:
     node = env.get(src.root, MISSING)
+    if len(src.tokens) == 1 and type(node) is dict:
+        return node.get(src.tokens[0], MISSING)
     return MISSING if node is MISSING else pointer.resolve(node, src.tokens)
 
 
@@ -391,6 +439,8 @@ class _Session:
         self.fan, self.g = fan, group
         self.turns: list[dict[str, Any]] = []
         self.residual: dict[str, Any] = {}
+        self.holders: dict[str, dict[str, Any]] = {}  # the latest turn holding each result key
+        self.row_ids = [(k.id, group.ids[k.id]) for k in fan.kinds if not k.first_row and k.id in group.ids]
         self.problems: list[Problem] = list(group.problems)
         self.story: dict[str, Any] = {"schema_version": "storyline/v1"}
         self.story["origin"] = {"format": source, "document_id": group.document_id}
@@ -434,13 +484,11 @@ class _Session:
                 if not self._result(element, None):
                     self.residual[self.g.pointer(r, *at)] = element
                 continue
-            self.turns.append(turn)
+            self._append(turn)
 
     def _row(self, r: int, row: dict[str, Any], base: int, first: bool) -> None:
         order = pointer.resolve(row, self.g.order_tokens)
-        named = {
-            k.id: self.g.ids[k.id].of(base, order) for k in self.fan.kinds if not k.first_row and k.id in self.g.ids
-        }
+        named = {name: turn_id.of(base, order) for name, turn_id in self.row_ids}
         if any(i > I64_MAX for i in named.values()):
             self.problems.append(
                 Problem(self.fan.overflow, self.g.pointer(r, *self.g.order_tokens), "the turn id overflows i64")
@@ -465,7 +513,7 @@ class _Session:
                 continue
             current = self._turn(kind, r, row, found[1], tuple(found[0]), named.get(kind.id), row)
             if current is not None:
-                self.turns.append(current)
+                self._append(current)
         res = self.fan.results
         if res is None or current is None:
             return
@@ -474,7 +522,15 @@ class _Session:
             found = self.g.select[res.after](row)
             start = found[0][-1] + 1 if found is not None else 0
         values = pointer.resolve(row, res.each)
-        for element in values[start:] if type(values) is list else ():
+        if type(values) is not list:
+            return
+        if len(res.where) == 1 and len(res.where[0][0]) == 1:  # one key: the common case, without a walk
+            key, want = res.where[0][0][0], res.where[0][1]
+            for element in values[start:]:
+                if type(element) is dict and element.get(key, MISSING) == want:
+                    self._result(element, current)
+            return
+        for element in values[start:]:
             if type(element) is dict and all(pointer.resolve(element, p) == v for p, v in res.where):
                 self._result(element, current)
 
@@ -483,27 +539,30 @@ class _Session:
     ) -> dict[str, Any] | None:
         env: dict[str, Any] = {"row": row, kind.var: node}
         where = {"row": (), kind.var: at}
-        values: dict[int, Any] = {}
-        taken: dict[int, Src | None] = {}
-        fields = kind.fields
-        for n, i in enumerate(kind.order):
-            f = fields[i]
-            if f.late and "turn" not in env:
-                env["turn"] = {fields[j].to[0]: v for j, v in values.items() if v is not MISSING}
-            values[i], taken[i] = self._value(f, env, where, r)
-            if n == 0 and kind.needs is not None and values[i] is MISSING:
-                return None  # no turn: the element is read otherwise
+        values: list[Any] = [MISSING] * len(kind.fields)
+        taken: list[Src | None] = [None] * len(kind.fields)
+        needs = kind.needs is not None
+        for i, f, reader, late in kind.steps:
+            if late and "turn" not in env:
+                env["turn"] = {kind.fields[j].to[0]: v for j, v in enumerate(values) if v is not MISSING}
+            values[i], taken[i] = reader(env) if reader is not None else self._value(f, env, where, r)
+            if needs:
+                if values[i] is MISSING:
+                    return None  # no turn: the element is read otherwise
+                needs = False
         turn: dict[str, Any] = {"id": turn_id}
-        for i, f in enumerate(fields):
-            if f.spread is not None:
-                spreads.forward(self.g.spread, spread_row, turn, self.story, f.spread)
+        for i, spread, key, tokens in kind.puts:
+            if spread is not None:
+                spreads.forward(self.g.spread, spread_row, turn, self.story, spread)
             elif values[i] is not MISSING:
-                _put(turn, f.to, values[i])
-        for i, f in enumerate(fields):  # kept sources: after the turn's fields
-            for k in f.keep:
-                value = _read(k, env)
-                if value is not MISSING and k != taken.get(i):
-                    self.residual[self.g.pointer(r, *where[k.root], *k.tokens)] = value
+                if key is not None:
+                    turn[key] = values[i]
+                else:
+                    _put(turn, tokens, values[i])
+        for i, k in kind.keeps:  # kept sources: after the turn's fields
+            value = _read(k, env)
+            if value is not MISSING and k != taken[i]:
+                self.residual[self.g.pointer(r, *where[k.root], *k.tokens)] = value
         return turn
 
     def _value(self, f: Field, env: dict[str, Any], where: dict[str, Any], r: int) -> tuple[Any, Src | None]:
@@ -511,12 +570,14 @@ class _Session:
         value: Any = MISSING
         taken = None
         for c in f.candidates:
-            if c.src is None:
+            src = c.src
+            if src is None:
                 if c.if_ is None or not is_empty(_read(c.if_, env)):
                     value = c.const
                     break
                 continue
-            v = _read(c.src, env)
+            node = env.get(src.root, MISSING)
+            v = MISSING if node is MISSING else pointer.resolve(node, src.tokens)
             if v is MISSING or (v is None and not c.keep_null) or (c.test is not None and not c.test(v)):
                 continue
             if c.table is not None:
@@ -536,8 +597,8 @@ class _Session:
                 value = f.call(*args)
             except ValueError:
                 return f.default, None
-            if isinstance(value, functions.Kept):
-                base = f.args[0] if f.args and isinstance(f.args[0], Src) else None
+            if isinstance(value, functions.Kept):  # residuals under the first argument's source
+                base = taken if f.candidates else f.args[0] if f.args and isinstance(f.args[0], Src) else None
                 for tokens, kept in value.residuals.items():
                     prefix = where[base.root] + base.tokens if base is not None else ()
                     self.residual[self.g.pointer(r, *prefix, *tokens)] = kept
@@ -549,23 +610,41 @@ class _Session:
         res = self.fan.results
         if res is None:
             return False
-        key = pointer.resolve(element, res.key)
+        key = element.get(res.key[0], MISSING) if len(res.key) == 1 else pointer.resolve(element, res.key)
         if key is MISSING or (res.key_test is not None and not res.key_test(key)):
             return False
-        value = {name: _or_none(pointer.resolve(element, tokens)) for name, tokens in res.value}
-        target = current
-        array, inner = res.match
-        for turn in reversed(self.turns):
-            held = pointer.resolve(turn, array)
-            if any(pointer.resolve(e, inner) == key for e in held or ()):
-                target = turn
-                break
+        value = {
+            name: _or_none(element.get(tokens[0], MISSING) if len(tokens) == 1 else pointer.resolve(element, tokens))
+            for name, tokens in res.value
+        }
+        target = self.holders.get(key, current) if type(key) is str else self._holder(key, current)
         if target is None:
             return False
         results = _container(target, res.to)
         if value not in results:
             results.append(value)
         return True
+
+    def _holder(self, key: Any, current: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The latest turn whose `match` elements hold `key` (a key that is no string), else `current`."""
+        assert self.fan.results is not None
+        array, inner = self.fan.results.match
+        for turn in reversed(self.turns):
+            held = pointer.resolve(turn, array)
+            if any(pointer.resolve(e, inner) == key for e in held or ()):
+                return turn
+        return current
+
+    def _append(self, turn: dict[str, Any]) -> None:
+        """Add a turn; index the string keys its `match` elements hold (the latest turn wins)."""
+        self.turns.append(turn)
+        if self.fan.results is not None:
+            array, inner = self.fan.results.match
+            held = pointer.resolve(turn, array)
+            for e in held if type(held) is list else ():
+                key = pointer.resolve(e, inner)
+                if type(key) is str:
+                    self.holders[key] = turn
 
 
 def _or_none(value: Any) -> Any:
@@ -580,6 +659,9 @@ def _container(turn: dict[str, Any], tokens: Tokens) -> list[Any]:
 
 
 def _put(obj: dict[str, Any], tokens: Tokens, value: Any) -> None:
+    if len(tokens) == 1:
+        obj[tokens[0]] = value
+        return
     for token in tokens[:-1]:
         obj = obj.setdefault(token, {})
     obj[tokens[-1]] = value
@@ -618,7 +700,7 @@ def _group_key(story: dict[str, Any], at: Tokens, used: set[str]) -> str:
 
 def reverse(fan: FanOut, model: Any, stories: list[dict[str, Any]], source: str) -> list[list[dict[str, Any]]]:
     """The rows of each Storyline: one per turn that makes a row, each with the full history."""
-    documents = {_provenance(s, source) for s in stories} - {None}
+    documents = {d for s in stories if (d := _provenance(s, source)) is not None}
     if len(documents) > 1:
         several = str(fan.back.get("several") or "these Storylines come from {n} files ({ids})")
         message = several.replace("{n}", str(len(documents))).replace("{ids}", ", ".join(sorted(documents)))
@@ -667,7 +749,8 @@ class _Plan:
         src = next(f for f in self.message_kind.fields if f.to == self.message_kind.needs)
         self.roles = set((src.candidates[0].table or {}).values())
         self.writers_of: dict[str, tuple[Field | None, Field | None]] = {}
-        self.element_fields = {k.name: tuple(f for f in k.fields if _writes(f, True)) for k in fan.kinds}
+        self.row_writers: dict[int, Writer] = {}  # by id of a field of this fan-out's kinds
+        self.element_fields = {k.name: tuple(_writer(f) for f in k.fields if _writes(f, True)) for k in fan.kinds}
         self.history = pointer.parse(fan.back["history"])
 
 
@@ -679,6 +762,57 @@ def _writes(f: Field, element: bool) -> bool:
         return (f.back[2].root == "row") != element
     src = f.first.src if f.first is not None else None
     return src is not None and src.root != "turn" and (src.root == "row") != element
+
+
+Writer = Callable[[dict[str, Any], dict[str, Any], Any], None]
+
+
+def _writer(f: Field, element: bool = True) -> Writer:
+    """The reverse of field `f` into its element, as one function of (turn, element, order key):
+    the common cases (a copy of one key, read through its value table or not) without lookups."""
+    if type(f.back) is tuple:
+        fn, args, to = f.back
+        reads = tuple((a.root == "row", a.tokens[0] if len(a.tokens) == 1 else None, a.tokens) for a in args)
+        dst = to.tokens
+
+        def write_call(turn: dict[str, Any], out: dict[str, Any], step: Any) -> None:
+            value = fn(
+                *(
+                    step if row else turn.get(key, MISSING) if key is not None else pointer.resolve(turn, tokens)
+                    for row, key, tokens in reads
+                )
+            )
+            if value is not MISSING:
+                _put(out, dst, value)
+
+        return write_call
+    first = f.first
+    simple = (
+        type(f.back) is not tuple
+        and first is not None
+        and first.src is not None
+        and len(f.to) == 1
+        and len(first.src.tokens) == 1
+        and f.call is None
+    )
+    if not simple:
+        return lambda turn, out, step: _Rows._back(f, turn, out, step, element)
+    assert first is not None and first.src is not None
+    key, dst, default, keep_null, inverse = f.to[0], first.src.tokens[0], f.default, f.keep_null, f.inverse
+
+    def write(turn: dict[str, Any], out: dict[str, Any], step: Any) -> None:
+        value = turn.get(key, MISSING)
+        if value is MISSING:
+            value = default
+        if value is MISSING or (value is None and not keep_null):
+            return
+        if inverse is not None:
+            value = inverse.get(value, MISSING) if type(value) is str else MISSING
+            if value is MISSING:
+                return
+        out[dst] = value
+
+    return write
 
 
 _PLANS: dict[int, tuple[FanOut, _Plan]] = {}
@@ -699,6 +833,7 @@ class _Rows:
         plan = self.plan = _plan(fan)
         self.message_kind, self.row_kind, self.request_kind = plan.message_kind, plan.row_kind, plan.request_kind
         self.row_has, self.roles, self._writers_of = plan.row_has, plan.roles, plan.writers_of
+        self._row_writers = plan.row_writers
 
     def _is_row(self, turn: dict[str, Any]) -> bool:
         row = self.fan.back["row"]
@@ -772,8 +907,8 @@ class _Rows:
     def _message(self, turn: dict[str, Any]) -> dict[str, Any]:
         """A turn as an element of the message kind: its fields written back."""
         out: dict[str, Any] = {}
-        for f in self.plan.element_fields[self.message_kind.name]:
-            self._back(f, turn, out, None, element=True)
+        for write in self.plan.element_fields[self.message_kind.name]:
+            write(turn, out, None)
         return out
 
     def _results(self, turn: dict[str, Any]) -> list[dict[str, Any]]:
@@ -800,8 +935,8 @@ class _Rows:
         out: dict[str, Any] = {}
         for tokens, value in kind.back_const:
             _put(out, tokens, value)
-        for f in self.plan.element_fields[kind.name]:
-            self._back(f, turn, out, step, element=True)
+        for write in self.plan.element_fields[kind.name]:
+            write(turn, out, step)
         if home:
             assert kind.select is not None
             _put(row, self.model.selections[kind.select].alternatives[0].at, out)
@@ -818,7 +953,10 @@ class _Rows:
                 return
             if pointer.resolve(turn, field.to) is MISSING:
                 continue
-            self._back(field, turn, row, step, element=False)
+            write = self._row_writers.get(id(field))
+            if write is None:
+                write = self._row_writers[id(field)] = _writer(field, element=False)
+            write(turn, row, step)
             return
 
     def _writers(self, target: str) -> tuple[Field | None, Field | None]:
@@ -833,7 +971,8 @@ class _Rows:
             found = self._writers_of[target] = (pick[0], pick[1])
         return found
 
-    def _back(self, f: Field, turn: dict[str, Any], out: dict[str, Any], step: Any, element: bool) -> None:
+    @staticmethod
+    def _back(f: Field, turn: dict[str, Any], out: dict[str, Any], step: Any, element: bool) -> None:
         """Write field `f` of `turn` back into `out` (the element, or the row)."""
         if f.back == "none" or f.spread is not None:
             return

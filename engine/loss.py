@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,11 +93,18 @@ class Report:
     path: str | None = None
     invalid: tuple[Problem, ...] = ()  # the output's problems under its format owner's rules
     owner: str = ""  # whose rules `invalid` are
+    redacted: tuple[tuple[str, int], ...] = ()  # `--redact`: replacements by pattern name (engine/redact.py)
 
     @property
     def exact(self) -> bool:
-        """Whether B's native values give A back: nothing carried, dropped or lost, nothing unassessed."""
-        return not (self.carried or self.lost or self.problems)
+        """Whether B's native values give A back: nothing carried, dropped, lost or redacted, nothing unassessed."""
+        return not (self.carried or self.lost or self.problems or self.redacted)
+
+    def with_redacted(self, counts: Mapping[str, int]) -> Report:
+        """The same report saying what `--redact` replaced (pattern name → replacements; none: unchanged)."""
+        if not any(counts.values()):
+            return self
+        return dataclasses.replace(self, redacted=tuple(sorted((k, n) for k, n in counts.items() if n)))
 
     def at(self, path: str | None) -> Report:
         """The same report for the file `path`."""
@@ -125,6 +132,10 @@ class Report:
         if self.lost:
             n = len(self.lost)
             parts.append(f"{n} value{'s' if n != 1 else ''} not said by {self.to_format}: {_grouped(self.lost)}")
+        if self.redacted:
+            n = sum(c for _, c in self.redacted)
+            by = " ".join(f"{k}={c}" for k, c in self.redacted)
+            parts.append(f"{n} value{'s' if n != 1 else ''} redacted ({by})")
         parts += [f"not assessed: {p}" for p in self.problems]
         if self.invalid:
             first = self.invalid[0]
@@ -158,6 +169,7 @@ class Report:
             "valid_for_owner": None if not self.owner else not self.invalid,
             "owner": self.owner or None,
             "invalid": [p.as_dict() for p in self.invalid],
+            "redacted": dict(self.redacted),
         }
 
 
@@ -291,10 +303,14 @@ def combined(reports: list[Report], from_format: str, to_format: str) -> Report:
     lost: list[Said] = []
     made: list[Said] = []
     problems: list[Problem] = []
+    redacted: dict[str, int] = {}
     for k, r in enumerate(reports):
+        for name, n in r.redacted:
+            redacted[name] = redacted.get(name, 0) + n
         carried += [Carried(c.source, c.pointer, f"/{k}{c.carrier}", c.bytes) for c in r.carried]
         lost += [Said(f"/{k}{s.pointer}", s.value, s.was) for s in r.lost]
         made += [Said(f"/{k}{s.pointer}", s.value, s.was) for s in r.synthesized]
         problems += [p.within(f"/{k}") for p in r.problems]
     mode = reports[0].mode if reports else CARRIED
-    return Report(from_format, to_format, mode, tuple(carried), tuple(lost), tuple(made), tuple(problems))
+    out = Report(from_format, to_format, mode, tuple(carried), tuple(lost), tuple(made), tuple(problems))
+    return out.with_redacted(redacted)

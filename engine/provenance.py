@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from mapc.engine import envelope, pointer, run
-from mapc.engine.compile import Program
+from mapc.engine.program import Program
 from mapc.engine.mapped import Rebuilt
 from mapc.engine.problems import MapcError
 from mapc.engine.values import MISSING, json_equal
@@ -57,8 +57,11 @@ def carry_home(
             rebuilt = rebuild(program, [stories[i] for i in indices])
         except MapcError:
             continue  # not one of A's documents: nothing to keep for A
+        across = _links_across(program, rebuilt, target, export, read)
         for doc in rebuilt:
             kept, links = _lost_in_hop(program, doc, target, export, read, rebuild)
+            if len(doc.stories) == 1 and id(doc.stories[0].story) in across:
+                links = {0: across[id(doc.stories[0].story)]}
             owners = {p: _owner(p, [m.carriers for m in doc.stories]) for p in kept}
             sdid = _document_sdid(program, doc)
             for n, m in enumerate(doc.stories):
@@ -85,20 +88,31 @@ def _lost_in_hop(
 
     When the hop cannot be tried to the end, what it would lose is unknown: A's document is kept
     whole (pointer ""), never nothing."""
-    stories = [m.story for m in doc.stories]
+    stories = original = [m.story for m in doc.stories]
     links: dict[int, dict[str, Any]] = {}
     try:
         hop = export(target, stories)
     except MapcError:
-        return {}, {}  # the export itself fails, and says why: nothing is written to carry anything for
+        # A document of one member of a tree of documents (a format writing each Storyline of a tree
+        # as a stream of its own) cannot be exported alone, its links naming Storylines of other
+        # documents: what the hop does to its own values is tried without them (the hop law over
+        # generated Codex thread trees found the root's values lost through ATIF).
+        alone = [{k: v for k, v in s.items() if k not in ("children", "parent")} for s in stories]
+        if alone == stories:
+            return {}, {}  # the export itself fails, and says why: nothing is written to carry anything for
+        try:
+            hop = export(target, alone)
+        except MapcError:
+            return {}, {}
+        stories = alone
     whole = {"": doc.document}
     data = hop.encode() if isinstance(hop, str) else _json_bytes(hop)
     if data is None:  # not JSON (only a Python caller hands such values over)
         return whole, {}
     try:
         back = read(target, data)
-        if len(stories) > 1 and len(back) == len(stories):
-            links = _lost_links(stories, back)
+        if len(original) > 1 and len(back) == len(original):
+            links = _lost_links(original, back)
             back = [_with_tree(b, links.get(n) or {}) for n, b in enumerate(back)]
         try:
             again = rebuild(program, back)
@@ -135,6 +149,30 @@ def _lost_in_hop(
             break
         kept = {p: v for p, v in kept.items() if not any(p == q or p.startswith(q + "/") for q in more)} | more
     return kept, links
+
+
+def _links_across(
+    program: Program, rebuilt: list[Rebuilt], target: str, export: Export, read: Import
+) -> dict[int, dict[str, Any]]:
+    """For a format writing each Storyline of a tree as a document of its own (a session log's
+    sub-agent streams): by the Storyline (its id), the tree keys the hop through `target` of the
+    whole tree loses (a target that writes trees keeps them; one without trees does not)."""
+    members = [d.stories[0].story for d in rebuilt if len(d.stories) == 1]
+    if len(members) < 2 or not any("children" in s or "parent" in s for s in members):
+        return {}
+    try:
+        hop = export(target, members)
+        data = hop.encode() if isinstance(hop, str) else _json_bytes(hop)
+        back = read(target, data) if data is not None else []
+    except MapcError:
+        return {}
+    if len(back) != len(members):
+        return {}
+    tree = {"/children", "/parent", "/trajectory"}  # the links (a run and attempt key are no tree's own)
+    out = {
+        id(members[n]): {p: v for p, v in lost.items() if p in tree} for n, lost in _lost_links(members, back).items()
+    }
+    return {k: v for k, v in out.items() if v}
 
 
 def _lost_links(stories: list[dict[str, Any]], back: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:

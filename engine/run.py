@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from mapc.engine import pointer
+from mapc.engine import functions, pointer
 from mapc.engine.mapped import Mapped, Rebuilt
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.program import Context, Frame, Program, Rule, get_in, pointer_text, put_in
@@ -47,11 +47,18 @@ def paused_gc() -> Iterator[None]:
 
 
 def forward(
-    program: Program, doc: Any, source_document_id: str | None = None, *, path: str | None = None
+    program: Program,
+    doc: Any,
+    source_document_id: str | None = None,
+    *,
+    path: str | None = None,
+    parsed: bool = False,
 ) -> list[Mapped]:
     """Map one top-level source document to its Storylines (parents before their children).
 
-    `path` is the input's relative path, the identity of a row corpus (`document.rows`)."""
+    `path` is the input's relative path, the identity of a row corpus (`document.rows`).
+    `parsed`: `doc` is what the JSON parser made (and JSON values registered functions made from
+    it), so computing its document id need not look for NaN or infinities in it."""
     with paused_gc():
         # Row corpora, event streams and folds have modules of their own, imported by the specs that
         # have them: a plain spec's run does not pay for them.
@@ -64,12 +71,12 @@ def forward(
 
             sdid = source_document_id or (rows.relative_path(path) if path is not None else stream.DEFAULT_ID)
             return [stream.map_document(program.spec.stream, program.spec.source, doc, sdid)]
-        return _forward(program, doc, source_document_id)
+        return _forward(program, doc, source_document_id, parsed)
 
 
-def _forward(program: Program, doc: Any, source_document_id: str | None) -> list[Mapped]:
+def _forward(program: Program, doc: Any, source_document_id: str | None, parsed: bool = False) -> list[Mapped]:
     if source_document_id is None and program.document_id is not None:
-        source_document_id = _document_id(program.document_id, doc)
+        source_document_id = _document_id(program.document_id, doc, parsed)
     sdid = source_document_id or ""
     out: list[Mapped] = []
     if program.each is not None:
@@ -92,12 +99,12 @@ def source_document_id(program: Program, doc: Any, story: dict[str, Any]) -> str
     return _document_id(program.document_id, doc) if program.document_id is not None else ""
 
 
-def _document_id(rule: Rule, doc: Any) -> str:
+def _document_id(rule: Rule, doc: Any, parsed: bool = False) -> str:
     if rule.sources:
         value = get_in(doc, rule.sources[0].path)
         return value if isinstance(value, str) else ""
     assert rule.convert is not None
-    return str(rule.convert(doc))
+    return str((functions.for_parsed(rule.convert) if parsed else rule.convert)(doc))
 
 
 def _require_identity(program: Program, story: dict[str, Any], prefix: str) -> None:

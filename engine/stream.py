@@ -94,11 +94,14 @@ class Entry:
 
 @dataclass(frozen=True, slots=True)
 class Children:
-    """`children:` — companion files holding child streams (subagents) and how they link."""
+    """`children:` — child streams (subagents) and how they link: companion files beside the stream
+    (`files`, `key`, `spawn`), or (`linked: parent`) streams of their own whose Storylines name their
+    parent's session (`/parent/psid`, by the story rules), linked when read together."""
 
-    files: str  # a glob relative to the stream's file, `{stem}` its name without suffix
+    files: str | None  # a glob relative to the stream's file, `{stem}` its name without suffix
     key: Tokens  # in a child's records: the value naming it
-    spawn: Tokens  # in the parent's records: where a result names the child it spawned
+    spawn: Tokens | None  # in the parent's records: where a result names the child it spawned
+    by_parent: bool = False  # `linked: parent`; `files` is then where the reverse writes them ({key}: session)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +159,11 @@ def parse(data: Any) -> tuple[StreamSpec | None, list[Problem]]:
             pair = pairing.parse(data["pair"])
         if data.get("children") is not None:
             c = data["children"]
-            children = Children(str(c["files"]), pointer.parse(c["key"]), pointer.parse(c["spawn"]))
+            if c.get("linked") == "parent":  # streams of their own, found among the streams read together
+                files = str(c["files"]) if "files" in c else None  # where the reverse writes them
+                children = Children(files, (), None, by_parent=True)
+            else:
+                children = Children(str(c["files"]), pointer.parse(c["key"]), pointer.parse(c["spawn"]))
     except (KeyError, TypeError, AttributeError, pointer.PointerSyntaxError) as exc:
         fail("", f"thread, pair and children take JSON Pointers ({exc})")
     versions = data.get("versions") or {}
@@ -661,6 +668,9 @@ def link(spec: StreamSpec, parent: dict[str, Any], parent_doc: Any, children: li
     """Link child Storylines (their streams beside) to the parent: `parent`/`children`, with the
     spawning call's id and turn when a parent record names the child (`children.spawn`)."""
     assert spec.children is not None
+    if spec.children.by_parent:
+        return _link_by_parent(parent, [story for story, _ in children])
+    assert spec.children.spawn is not None
     records = _records(parent_doc)
     spawned: dict[Any, str] = {}
     for record in records:
@@ -682,6 +692,21 @@ def link(spec: StreamSpec, parent: dict[str, Any], parent_doc: Any, children: li
         kids.append(story["session"])
     if kids:
         parent["children"] = kids
+
+
+def _link_by_parent(root: dict[str, Any], children: list[dict[str, Any]]) -> None:
+    """Streams whose Storylines name the session that spawned them (`/parent/psid`): each is linked
+    to the one it names, the root or another child (a tree of any depth); the others are left as
+    they are."""
+    by_session = {root["session"]: root}
+    for story in children:
+        by_session.setdefault(story["session"], story)
+    for story in children:
+        owner = by_session.get((story.get("parent") or {}).get("psid"))
+        if owner is None or owner is story:
+            continue
+        story.setdefault("trajectory", story["session"])  # a child's name in its tree (ATIF's subagent id)
+        owner.setdefault("children", []).append(story["session"])
 
 
 # --- reverse -------------------------------------------------------------------------------------

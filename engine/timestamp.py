@@ -40,26 +40,27 @@ _RFC3339: Final = re.compile(
     r"(?:[Zz]|([-+\u2212])([0-9]{2}):([0-9]{2}))"
 )
 
-# The grammar again, one piece at a time, only to say where a rejected string went wrong.
+# The grammar again, one piece at a time, only to say where a rejected string went wrong: patterns
+# compiled when a message is made (re keeps them), not by every run that imports this module.
 _DATE_TIME_STEPS: Final = (
-    (re.compile(r"[0-9]{4}"), "a 4-digit year"),
-    (re.compile(r"-"), "'-' after the year"),
-    (re.compile(r"[0-9]{2}"), "a 2-digit month"),
-    (re.compile(r"-"), "'-' after the month"),
-    (re.compile(r"[0-9]{2}"), "a 2-digit day"),
-    (re.compile(r"[Tt ]"), "'T', 't' or a space between the date and the time"),
-    (re.compile(r"[0-9]{2}"), "a 2-digit hour"),
-    (re.compile(r":"), "':' after the hour"),
-    (re.compile(r"[0-9]{2}"), "2-digit minutes"),
-    (re.compile(r":"), "':' after the minutes (seconds are required)"),
-    (re.compile(r"[0-9]{2}"), "2-digit seconds"),
-    (re.compile(r"(?:\.[0-9]+|(?!\.))"), "at least one digit after '.'"),
+    (r"[0-9]{4}", "a 4-digit year"),
+    (r"-", "'-' after the year"),
+    (r"[0-9]{2}", "a 2-digit month"),
+    (r"-", "'-' after the month"),
+    (r"[0-9]{2}", "a 2-digit day"),
+    (r"[Tt ]", "'T', 't' or a space between the date and the time"),
+    (r"[0-9]{2}", "a 2-digit hour"),
+    (r":", "':' after the hour"),
+    (r"[0-9]{2}", "2-digit minutes"),
+    (r":", "':' after the minutes (seconds are required)"),
+    (r"[0-9]{2}", "2-digit seconds"),
+    (r"(?:\.[0-9]+|(?!\.))", "at least one digit after '.'"),
 )
-_ZULU_OR_SIGN: Final = re.compile(r"[Zz]|([-+\u2212])")
+_ZULU_OR_SIGN: Final = r"[Zz]|([-+\u2212])"
 _OFFSET_STEPS: Final = (
-    (re.compile(r"[0-9]{2}"), "2-digit offset hours"),
-    (re.compile(r":"), "':' between offset hours and minutes (±HH:MM)"),
-    (re.compile(r"[0-9]{2}"), "2-digit offset minutes"),
+    (r"[0-9]{2}", "2-digit offset hours"),
+    (r":", "':' between offset hours and minutes (±HH:MM)"),
+    (r"[0-9]{2}", "2-digit offset minutes"),
 )
 
 # Days before each month in a common year; a leap year adds one from March on.
@@ -253,18 +254,18 @@ def _syntax_message(text: str) -> str:
         return f"expected {_EXAMPLE}, got an empty string"
     pos = 0
     for pattern, expected in _DATE_TIME_STEPS:
-        m = pattern.match(text, pos)
+        m = re.compile(pattern).match(text, pos)
         if m is None:
             return f"expected {expected} at character {pos} of {_show(text)}; {_EXAMPLE}"
         pos = m.end()
-    m = _ZULU_OR_SIGN.match(text, pos)
+    m = re.compile(_ZULU_OR_SIGN).match(text, pos)
     if m is None:
         expected = "a UTC offset ('Z' or ±HH:MM)"
         return f"expected {expected} at character {pos} of {_show(text)}; {_EXAMPLE}"
     pos = m.end()
     if m.group(1) is not None:
         for pattern, expected in _OFFSET_STEPS:
-            m = pattern.match(text, pos)
+            m = re.compile(pattern).match(text, pos)
             if m is None:
                 return f"expected {expected} at character {pos} of {_show(text)}; {_EXAMPLE}"
             pos = m.end()

@@ -55,7 +55,8 @@ def turn_has_output(turn: Any) -> bool:
 def tool_calls(raw: Any, content: Any, step: Any) -> Kept:
     """Valid structured tool calls (rule 11), invalid ones and argument text the export would not
     write kept; with none, for a row's turn (`step`), a call embedded in the text."""
-    calls, kept = [], {}
+    calls: list[dict[str, Any]] = []
+    kept: dict[tuple[Any, ...], Any] = {}
     for c, call in enumerate(raw if type(raw) is list else []):
         function = call.get("function") if type(call) is dict else None
         name = function.get("name") if type(function) is dict else None

@@ -108,6 +108,8 @@ def test_a_plain_run_imports_no_heavy_module(tmp_path, reverse):
         assert report["programs"] == 1  # a reverse too compiles its own spec only
     assert "yaml" not in again["modules"]  # the spec's data comes from the cache: no YAML parser
     assert "tempfile" not in again["modules"]  # only filling the cache makes temporary files with it
+    # The compiled program comes from the cache (engine/stored.py): no spec compiler, no code writer.
+    assert not {"mapc.engine.compile", "mapc.engine.codegen"} & set(again["modules"])
     assert (tmp_path / ("out.json" if reverse else "story.json")).stat().st_size > 0
 
 

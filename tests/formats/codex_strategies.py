@@ -234,3 +234,31 @@ def rollouts(draw: Any) -> list[dict[str, Any]]:
 def jsonl(records: list[Any]) -> bytes:
     """The bytes of a rollout file."""
     return b"".join(json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in records)
+
+
+def _as_thread(recs: list[dict[str, Any]], own: str, parent: str | None) -> list[dict[str, Any]]:
+    """`recs` as the rollout of thread `own`, spawned by thread `parent` (None: started by a user)."""
+    out = []
+    for r in recs:
+        if r["type"] == "session_meta":
+            payload = {**r["payload"], "id": own}
+            if parent is not None:
+                spawn = {"parent_thread_id": parent, "depth": 1, "agent_nickname": "Tesla", "agent_role": "explorer"}
+                payload["source"] = {"subagent": {"thread_spawn": spawn}}
+            elif type(payload.get("source")) is dict:
+                payload["source"] = "cli"
+            r = {**r, "payload": payload}
+        out.append(r)
+    return out
+
+
+@st.composite
+def thread_trees(draw: Any) -> list[list[dict[str, Any]]]:
+    """The rollouts of a thread and the sub-agent threads it spawned (Codex writes each spawned
+    thread to a rollout of its own whose session_meta names its parent thread): a root, then one to
+    three children, each spawned by the root or by an earlier child (a grandchild)."""
+    ids = [f"019a{n:04d}-0000-7000-8000-000000000000" for n in range(4)]
+    streams = [_as_thread(draw(rollouts()), ids[0], None)]
+    for n in range(1, draw(st.integers(2, 4))):
+        streams.append(_as_thread(draw(rollouts()), ids[n], ids[draw(st.integers(0, n - 1))]))
+    return streams

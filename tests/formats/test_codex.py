@@ -22,7 +22,7 @@ from typing import Any
 import jsonschema
 import orjson
 import pytest
-from codex_strategies import jsonl, rollouts
+from codex_strategies import jsonl, rollouts, thread_trees
 from conftest import FIXTURES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -217,6 +217,35 @@ def test_generated_rollouts_survive_every_hop(recs: list[dict[str, Any]], b: str
     assert back == direct
 
 
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(thread_trees(), st.sampled_from(OTHERS))
+def test_generated_thread_trees_link_and_survive_every_hop(streams: list[list[dict[str, Any]]], b: str) -> None:
+    root, *kids = streams
+    stories = convert.into_storyline_with("codex", jsonl(root), [(f"c{n}.jsonl", jsonl(k)) for n, k in enumerate(kids)])
+    by_session = {s["session"]: s for s in stories}
+    for story, recs in zip(stories[1:], kids, strict=True):  # each child names the thread that spawned it
+        meta = next(r for r in recs if r["type"] == "session_meta")
+        psid = meta["payload"]["source"]["subagent"]["thread_spawn"]["parent_thread_id"]
+        assert story["parent"] == {"psid": psid} and story["session"] in by_session[psid]["children"]
+    assert [write([s]) for s in stories] == streams
+    try:
+        hopped = hop_in(b, hop_out(b, stories))
+    except MapcError as exc:  # as for one rollout (test_generated_rollouts_survive_every_hop)
+        assert b in ("openai-msg", "actf", "openai-chat", "sharegpt"), exc.problems
+        assert {p.code for p in exc.problems} <= {"export.unrepresentable", "export.invalid", "fold.orphan"}
+        return
+    assert len(hopped) == len(stories)
+    # The tree's links come back (formats without trees carry them, as the hub's own, in the envelope).
+    tree = [(s.get("parent") or {}).get("psid") is not None for s in hopped]
+    assert tree == [s.get("parent") is not None for s in stories]
+    assert [len(s.get("children") or ()) for s in hopped] == [len(s.get("children") or ()) for s in stories]
+    # Each rollout comes back, B's residuals and the carried tree keys aside (a rollout cannot say them).
+    back = [without_source(without_source(plain(mapc.from_storyline("codex", [s])), b), "storyline") for s in hopped]
+    if b == "agenticmd":
+        back, streams = [args_decoded(x) for x in back], [args_decoded(x) for x in streams]
+    assert back == streams
+
+
 @_SETTINGS
 @given(rollouts())
 def test_the_atif_written_from_a_rollout_is_harbor_valid(recs: list[dict[str, Any]]) -> None:
@@ -341,10 +370,32 @@ def test_mapc_convert_a_sessions_tree_finds_the_rollouts_by_their_path(tmp_path:
     )
     assert done.exit_code == 0, done.output
     written = sorted(out.rglob("*.json"))
-    assert len(written) == 3
-    assert {json.loads(p.read_bytes())["session_id"] for p in written} == {
-        read(p.read_bytes())[0]["session"] for p in ROLLOUTS
-    }
+    # the sub-agent's rollout names its parent's thread: it is read with it, as one tree
+    assert len(written) == 2 and "converted 2 files (3 documents), 0 failed, 1 skipped" in done.stderr
+    child = day / SUBAGENT.name.replace("rollout-", "r-")
+    assert f"skipped {child}: read with {day / NEWER.name.replace('rollout-', 'r-')}" in done.stderr
+    docs = {d["session_id"]: d for d in (json.loads(p.read_bytes()) for p in written)}
+    assert set(docs) == {read(p.read_bytes())[0]["session"] for p in (BASIC, NEWER)}
+    (sub,) = docs[read(NEWER.read_bytes())[0]["session"]]["subagent_trajectories"]
+    assert sub["trajectory_id"] == read(SUBAGENT.read_bytes())[0]["session"]
+    assert harbor_valid(docs[read(NEWER.read_bytes())[0]["session"]]) == []
+
+
+def test_a_sub_agent_rollout_is_a_child_of_the_thread_that_spawned_it(tmp_path: Path) -> None:
+    (alone,) = read(SUBAGENT.read_bytes())
+    assert alone["parent"] == {"psid": read(NEWER.read_bytes())[0]["session"]}
+    parent, child = convert.into_storyline_with("codex", NEWER.read_bytes(), [(SUBAGENT.name, SUBAGENT.read_bytes())])
+    assert parent["children"] == [child["session"]] and child["parent"] == {"psid": parent["session"]}
+    assert [write([s]) for s in (parent, child)] == [records(NEWER), records(SUBAGENT)]
+    # a tree written back: the sub-agent's rollout beside the parent's, named by its id
+    tree = tmp_path / "tree.storyline.json"
+    tree.write_bytes(orjson.dumps([parent, child]))
+    from click.testing import CliRunner
+
+    done = CliRunner().invoke(cli, ["convert", str(tree), "--to", "codex", "-o", str(tmp_path / "r.jsonl")])
+    assert done.exit_code == 0, done.output
+    assert records(tmp_path / "r.jsonl") == records(NEWER)
+    assert records(tmp_path / f"r.{child['session']}.jsonl") == records(SUBAGENT)
 
 
 def test_a_rollout_without_a_session_meta_is_refused_clearly() -> None:

@@ -2,7 +2,7 @@
 
 The row → turns fan-out and its reverse moved from Python (mappings/openai_msg.py, 449 lines) into
 `fanout:` in openai-msg.yaml, run by engine/fanout.py, with every result unchanged byte for byte.
-bench/openai_identity.py compared old and new over the fixtures and 25,000+ generated documents;
+bench/openai_identity.py compared old and new over the fixtures and 20,502 generated inputs;
 this test keeps a smaller draw of the same inputs (seeded hypothesis: the shipped fixtures of every
 JSON format, canonical and shuffled corpora, wild rows, Storylines from anywhere), forward, reverse
 and forward again, against the digest the Python fan-out gave.  The draw runs in a plain
@@ -45,10 +45,10 @@ def test_the_comparison_sees_a_change_of_one_field():
 
     before = digest()
     context = catalog.program("openai-msg").spec.rows.fanout.kinds[0]
-    fields = context.fields
-    object.__setattr__(context, "fields", tuple(f for f in fields if f.text != "/copied"))
+    puts = context.puts  # (field index, spread, key, tokens): what a turn of this kind is given
+    object.__setattr__(context, "puts", tuple(p for p in puts if p[2] != "copied"))
     try:
         assert digest() != before
     finally:
-        object.__setattr__(context, "fields", fields)
+        object.__setattr__(context, "puts", puts)
     assert digest() == before
