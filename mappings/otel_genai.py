@@ -47,84 +47,131 @@ def _output(turn: dict[str, Any], ns: dict[str, str]) -> dict[str, Any]:
     return {"role": "assistant", "parts": parts, "finish_reason": "tool_call" if calls else "stop"}
 
 
-@register("otel_spans", 2)
-def otel_spans(story: dict[str, Any], ctx: Context) -> list[dict[str, Any]]:
-    """The span drafts of one Storyline (engine/spans.py): its `invoke_agent` span first."""
-    t_ = ctx.tables
-    ns, kinds = t_["ns"], t_["span_kinds"]
-    ident, session = document_id(story), story["session"]
-    turns, agent = story.get("turns") or [], story.get("agent") or {}
+def _clock(story: dict[str, Any], turns: list[dict[str, Any]]) -> int:
+    """The trace's base time: the Storyline's start, else its first turn's, else 0."""
     started = _ns(story.get("started_at"))
     first = next((n for t in turns if (n := _ns(t.get("ts"))) is not None), None)
-    base = started if started is not None else first if first is not None else 0
-    drafts: list[dict[str, Any]] = []
-    history: list[dict[str, Any]] = []
-    pending: list[dict[str, Any]] = []
-    last = base
-    for t, turn in enumerate(turns):
-        start = _ns(turn.get("ts"))
-        start = start if start is not None else base + t * 1000
-        end = _ns(turn.get("finished_at"))
-        end = end if end is not None else start
-        last = max(last, end)
-        rest = {k: v for k, v in turn.items() if k != "msg"}
-        if turn.get("src") != "agent":
-            role = t_["roles"].get(turn.get("src"), turn.get("src"))
-            history.append({"role": role, "parts": _parts(turn.get("msg"), ns)})
-            pending.append(rest)
-            continue
-        if type(turn.get("reason")) is str:
-            rest.pop("reason")
-        calls = [c for c in turn.get("tool_calls") or [] if type(c) is dict]
-        if "tool_calls" in turn:
-            rest["tool_calls"] = [{k: v for k, v in c.items() if k not in ("tcid", "fn", "args")} for c in calls]
-        results = call_results(turn)
-        if results is not None:
-            rest.pop("observation")
-        output = _output(turn, ns)
-        model = turn.get("model") or agent.get("model")
-        attrs: list[list[Any]] = [[OP, "chat"], ["gen_ai.conversation.id", session]]
-        if model:
-            attrs.append(["gen_ai.request.model", model])
-        metrics = turn.get("metrics")
-        for key, names in t_["usage"].items():
-            value = next((metrics[n] for n in names if type(metrics) is dict and type(metrics.get(n)) is int), None)
-            if value is not None:
-                attrs.append([key, value])
-        attrs += [["gen_ai.input.messages", history], ["gen_ai.output.messages", [output]], [ns["turn"], rest]]
-        if pending:
-            attrs.append([ns["new_turns"], pending])
-        name = f"chat {model}" if model else "chat"
-        drafts.append(_draft(["chat", ident, str(t)], 0, name, kinds["client"], start, end, attrs))
-        history, pending = [*history, output], []
-        for c, call in enumerate(calls):
-            tool = [[OP, "execute_tool"], ["gen_ai.tool.name", call["fn"]], ["gen_ai.tool.call.id", call["tcid"]]]
-            tool.append(["gen_ai.tool.call.arguments", orjson.dumps(call["args"]).decode()])
-            if results is not None and call["tcid"] in results:
-                content = results[call["tcid"]]
-                tool.append(["gen_ai.tool.call.result", content])
-                if type(content) is not str:
-                    tool.append([ns["result_json"], True])
-                part = {"type": "tool_call_response", "id": call["tcid"], "response": content}
-                history.append({"role": "tool", "parts": [part]})
-            tool_name = f"execute_tool {call['fn']}"
-            drafts.append(
-                _draft(["execute_tool", ident, str(t), str(c)], 0, tool_name, kinds["internal"], end, end, tool)
-            )
-    finished = _ns(story.get("finished_at"))
-    agent_name = agent.get("name") or agent.get("id")
-    attrs = [[OP, "invoke_agent"], ["gen_ai.agent.id", agent.get("id")], ["gen_ai.agent.name", agent_name]]
-    attrs.append(["gen_ai.conversation.id", session])
+    return started if started is not None else first if first is not None else 0
+
+
+def _times(turn: dict[str, Any], t: int, base: int) -> tuple[int, int]:
+    """A turn's span times: its `ts` (else a microsecond per turn after the base) to `finished_at`."""
+    start = _ns(turn.get("ts"))
+    start = start if start is not None else base + t * 1000
+    end = _ns(turn.get("finished_at"))
+    return start, end if end is not None else start
+
+
+def _usage(metrics: Any, usage: dict[str, list[str]]) -> list[list[Any]]:
+    """The GenAI usage attributes of a turn's metrics (the first integer of each one's names)."""
+    out = []
+    for key, names in usage.items():
+        value = next((metrics[n] for n in names if type(metrics) is dict and type(metrics.get(n)) is int), None)
+        if value is not None:
+            out.append([key, value])
+    return out
+
+
+def _rest(turn: dict[str, Any], calls: list[dict[str, Any]], results: Any) -> dict[str, Any]:
+    """What of an agent turn its chat and tool spans' GenAI attributes do not say (`storyline.turn`)."""
+    rest = {k: v for k, v in turn.items() if k != "msg"}
+    if type(turn.get("reason")) is str:
+        rest.pop("reason")
+    if "tool_calls" in turn:
+        rest["tool_calls"] = [{k: v for k, v in c.items() if k not in ("tcid", "fn", "args")} for c in calls]
+    if results is not None:
+        rest.pop("observation")
+    return rest
+
+
+def _chat(story: dict[str, Any], t: int, turn: dict[str, Any], history: list, output: dict, ctx: Context) -> dict:
+    """The `chat` span draft of agent turn `t` (its times, pending turns and rest added by the caller)."""
+    model = turn.get("model") or (story.get("agent") or {}).get("model")
+    attrs: list[list[Any]] = [[OP, "chat"], ["gen_ai.conversation.id", story["session"]]]
+    if model:
+        attrs.append(["gen_ai.request.model", model])
+    attrs += _usage(turn.get("metrics"), ctx.tables["usage"])
+    attrs += [["gen_ai.input.messages", history], ["gen_ai.output.messages", [output]]]
+    kind = ctx.tables["span_kinds"]["client"]
+    return _draft(["chat", document_id(story), str(t)], 0, f"chat {model}" if model else "chat", kind, 0, 0, attrs)
+
+
+def _tool(story: dict[str, Any], t: int, c: int, call: dict[str, Any], results: Any, ctx: Context) -> dict:
+    """The `execute_tool` span draft of call `c` of turn `t` (its result, when the turn has it)."""
+    tool = [[OP, "execute_tool"], ["gen_ai.tool.name", call["fn"]], ["gen_ai.tool.call.id", call["tcid"]]]
+    tool.append(["gen_ai.tool.call.arguments", orjson.dumps(call["args"]).decode()])
+    if results is not None and call["tcid"] in results:
+        content = results[call["tcid"]]
+        tool.append(["gen_ai.tool.call.result", content])
+        if type(content) is not str:
+            tool.append([ctx.tables["ns"]["result_json"], True])
+    kind = ctx.tables["span_kinds"]["internal"]
+    return _draft(
+        ["execute_tool", document_id(story), str(t), str(c)], 0, f"execute_tool {call['fn']}", kind, 0, 0, tool
+    )
+
+
+def _root(story: dict[str, Any], trailing: list[dict[str, Any]], start: int, end: int, ctx: Context) -> dict:
+    """The `invoke_agent` span draft of a Storyline: its agent, and the document but its turns."""
+    ns, agent = ctx.tables["ns"], story.get("agent") or {}
+    name = agent.get("name") or agent.get("id")
+    attrs = [[OP, "invoke_agent"], ["gen_ai.agent.id", agent.get("id")], ["gen_ai.agent.name", name]]
+    attrs.append(["gen_ai.conversation.id", story["session"]])
     if agent.get("model"):
         attrs.append(["gen_ai.request.model", agent["model"]])
     attrs.append([ns["document"], {k: v for k, v in story.items() if k != "turns"}])
-    if pending:
-        attrs.append([ns["trailing"], turns[len(turns) - len(pending) :]])
-    end = finished if finished is not None else last
-    root = _draft(["invoke_agent", ident], None, f"invoke_agent {agent_name}", kinds["internal"], base, end, attrs)
-    if "openinference" in t_:
+    if trailing:
+        attrs.append([ns["trailing"], trailing])
+    finished = _ns(story.get("finished_at"))
+    kind = ctx.tables["span_kinds"]["internal"]
+    return _draft(
+        ["invoke_agent", document_id(story)],
+        None,
+        f"invoke_agent {name}",
+        kind,
+        start,
+        finished if finished is not None else end,
+        attrs,
+    )
+
+
+@register("otel_spans", 2)
+def otel_spans(story: dict[str, Any], ctx: Context) -> list[dict[str, Any]]:
+    """The span drafts of one Storyline (engine/spans.py): its `invoke_agent` span first."""
+    ns, turns = ctx.tables["ns"], story.get("turns") or []
+    base = last = _clock(story, turns)
+    drafts: list[dict[str, Any]] = []
+    history: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+    for t, turn in enumerate(turns):
+        start, end = _times(turn, t, base)
+        last = max(last, end)
+        if turn.get("src") != "agent":  # a message of the next chat span's input
+            role = ctx.tables["roles"].get(turn.get("src"), turn.get("src"))
+            history.append({"role": role, "parts": _parts(turn.get("msg"), ns)})
+            pending.append({k: v for k, v in turn.items() if k != "msg"})
+            continue
+        calls = [c for c in turn.get("tool_calls") or [] if type(c) is dict]
+        results = call_results(turn)
+        output = _output(turn, ns)
+        chat = _chat(story, t, turn, history, output, ctx)
+        chat["attributes"].append([ns["turn"], _rest(turn, calls, results)])
+        if pending:
+            chat["attributes"].append([ns["new_turns"], pending])
+        chat["start"], chat["end"] = start, end
+        drafts.append(chat)
+        history, pending = [*history, output], []  # a new list: the chat span's input stays as it is
+        for c, call in enumerate(calls):
+            tool = _tool(story, t, c, call, results, ctx)
+            tool["start"] = tool["end"] = end
+            drafts.append(tool)
+            if results is not None and call["tcid"] in results:
+                part = {"type": "tool_call_response", "id": call["tcid"], "response": results[call["tcid"]]}
+                history.append({"role": "tool", "parts": [part]})
+    root = _root(story, turns[len(turns) - len(pending) :] if pending else [], base, last, ctx)
+    if "openinference" in ctx.tables:
         for d in (root, *drafts):
-            d["attributes"] += _openinference(dict(d["attributes"]), t_["openinference"])
+            d["attributes"] += _openinference(dict(d["attributes"]), ctx.tables["openinference"])
     return [root, *drafts]
 
 
