@@ -255,107 +255,145 @@ def _messages(ctx: Context, span: Span, key: str) -> list[Any]:
     return [] if found is None else list(ctx.json(found, f"{span.at}/attributes", list))
 
 
+def _foreign_head(root: Span | None, key: str, ctx: Context) -> dict[str, Any]:
+    """A Storyline's top level from another instrumentation's `invoke_agent` span (None: none)."""
+    attrs = root.attrs if root is not None else {}
+    trace = root.raw["traceId"].lower() if root is not None else key
+    name = attrs.get("gen_ai.agent.name")
+    story = {
+        "schema_version": "storyline/v1",
+        "origin": {"format": ctx.spec.name},
+        "session": attrs.get("gen_ai.conversation.id") or trace,
+        "agent": {"id": attrs.get("gen_ai.agent.id") or name or ctx.spec.name, **({"name": name} if name else {})},
+    }
+    if root is not None:
+        story.update(_span_times(root, ("started_at", "finished_at")))
+    return story
+
+
+def _span_times(span: Span, to: tuple[str, str]) -> dict[str, str]:
+    """A span's start and end times, as RFC 3339 at the keys `to` (a time not given: none)."""
+    keys = ("startTimeUnixNano", "endTimeUnixNano")
+    return {t: format_rfc3339(int(span.raw[k])) for k, t in zip(keys, to, strict=True) if span.raw.get(k)}
+
+
+def _responses(own: list[Span], ctx: Context) -> dict[Any, Any]:
+    """Tool results another instrumentation's chat spans repeat in their input, by call id."""
+    out: dict[Any, Any] = {}
+    for s in own:
+        if s.attrs.get(OP) == "chat":
+            for m in _messages(ctx, s, "gen_ai.input.messages"):
+                if type(m) is dict and _tool_result_only(m):
+                    for part in m["parts"]:
+                        out.setdefault(part.get("id"), part.get("response"))
+    return out
+
+
+def _new_turns(s: Span, new: list[dict[str, Any]], count: int, ctx: Context) -> list[dict[str, Any]]:
+    """The turns of a chat span's new input messages (`count` turns before them), with what of them
+    `storyline.new_turns` keeps."""
+    ns = ctx.tables["ns"]
+    kept = ctx.json(s.attrs[ns["new_turns"]], f"{s.at}/attributes", list) if ns["new_turns"] in s.attrs else None
+    out = []
+    for n, message in enumerate(new):
+        msg = _text(message.get("parts") or [], ns)
+        if kept is not None and n < len(kept):
+            out.append({**kept[n], "msg": msg})
+        else:
+            src = ctx.tables["sources"].get(message.get("role"), message.get("role") or "user")
+            out.append({"id": count + len(out) + 1, "src": src, "msg": msg})
+    return out
+
+
+def _agent_turn(s: Span, count: int, ctx: Context) -> dict[str, Any]:
+    """A chat span's agent turn but its output: `storyline.turn`, else what its attributes say."""
+    a, ns = s.attrs, ctx.tables["ns"]
+    if ns["turn"] in a:
+        return dict(ctx.json(a[ns["turn"]], f"{s.at}/attributes", dict))
+    turn: dict[str, Any] = {"id": count + 1, "src": "agent", **_span_times(s, ("ts", "finished_at"))}
+    if a.get("gen_ai.request.model"):
+        turn["model"] = a["gen_ai.request.model"]
+    usage = {to: a[k] for k, to in ctx.tables["read_usage"].items() if type(a.get(k)) is int}
+    if usage:
+        turn["metrics"] = usage
+    return turn
+
+
+def _read_calls(turn: dict[str, Any], calls: list[dict], s: Span, found: dict, ctx: Context) -> None:
+    """An agent turn's tool calls from its output's parts, and their results: an execute_tool span's
+    (`found["tools"]`, taken), else one a later chat span's input repeats (`found["responses"]`)."""
+    extra = turn.get("tool_calls") or [{} for _ in calls]
+    turn["tool_calls"] = [
+        {**x, "tcid": p.get("id"), "fn": p.get("name"), "args": p.get("arguments")}
+        for p, x in zip(calls, extra, strict=False)
+    ]
+    results = []
+    for p in calls:
+        tool = found["tools"].pop(p.get("id"), None)
+        if tool is not None and "gen_ai.tool.call.result" in tool.attrs:
+            content = tool.attrs["gen_ai.tool.call.result"]
+            if tool.attrs.get(ctx.tables["ns"]["result_json"]):
+                content = ctx.json(content, f"{s.at}/attributes")
+            results.append({"source_call_id": p.get("id"), "content": content})
+        elif p.get("id") in found["responses"]:
+            results.append({"source_call_id": p.get("id"), "content": found["responses"][p.get("id")]})
+    if results:
+        turn["observation"] = {"results": results}
+
+
+def _output_turn(s: Span, count: int, found: dict, ctx: Context) -> dict[str, Any]:
+    """The agent turn of a chat span: its output message's text, reasoning and tool calls."""
+    outputs = _messages(ctx, s, "gen_ai.output.messages")
+    output = outputs[0] if outputs and type(outputs[0]) is dict else {"parts": []}
+    parts = [p for p in output.get("parts") or [] if type(p) is dict]
+    turn = _agent_turn(s, count, ctx)
+    turn["msg"] = _text(output.get("parts") or [], ctx.tables["ns"])
+    reasoning = [p for p in parts if p.get("type") == "reasoning"]
+    if reasoning:
+        turn["reason"] = reasoning[0].get("content")
+    calls = [p for p in parts if p.get("type") == "tool_call"]
+    if calls or "tool_calls" in turn:
+        _read_calls(turn, calls, s, found, ctx)
+    return turn
+
+
+def _parent(root: Span, roots: list[Span]) -> dict[str, Any] | None:
+    """The parent link of a foreign `invoke_agent` span under another one (None: a top one)."""
+    parent = (root.raw.get("parentSpanId") or "").lower()
+    for p in reversed(roots):  # a span id repeated: the last one's (as the ids' index reads it)
+        if p.raw["spanId"].lower() == parent:
+            return {"psid": p.attrs.get("gen_ai.conversation.id") or p.raw["traceId"].lower()}
+    return None
+
+
 @register("otel_story", 5)
 def otel_story(
     root: Span | None, own: list[Span], roots: list[Span], ctx: Context, key: str
 ) -> tuple[dict[str, Any], bool]:
     """The Storyline of one `invoke_agent` span (None: a trace without one, `key` its id) from
     its spans in start order, and whether the trace carried it whole (mapc wrote it)."""
-    t_ = ctx.tables
-    ns = t_["ns"]
-    attrs = root.attrs if root is not None else {}
-    at = root.at if root is not None else ""
+    ns = ctx.tables["ns"]
+    attrs, at = (root.attrs, root.at) if root is not None else ({}, "")
     foreign = ns["document"] not in attrs
-    if not foreign:  # mapc's own spans, in the order it wrote them (turns need not be in time order)
-        own = sorted(own, key=lambda s: s.n)
+    if foreign:
+        story = _foreign_head(root, key, ctx)
+    else:  # mapc's own spans, in the order it wrote them (turns need not be in time order)
         story = ctx.json(attrs[ns["document"]], f"{at}/attributes", dict)
-    else:
-        trace = root.raw["traceId"].lower() if root is not None else key
-        story = {
-            "schema_version": "storyline/v1",
-            "origin": {"format": ctx.spec.name},
-            "session": attrs.get("gen_ai.conversation.id") or trace,
-            "agent": {
-                "id": attrs.get("gen_ai.agent.id") or attrs.get("gen_ai.agent.name") or ctx.spec.name,
-                **({"name": attrs["gen_ai.agent.name"]} if attrs.get("gen_ai.agent.name") else {}),
-            },
-        }
-        if root is not None:
-            for k, to in (("startTimeUnixNano", "started_at"), ("endTimeUnixNano", "finished_at")):
-                if root.raw.get(k):
-                    story[to] = format_rfc3339(int(root.raw[k]))
+        own = sorted(own, key=lambda s: s.n)
+    tools = {s.attrs.get("gen_ai.tool.call.id"): s for s in own if s.attrs.get(OP) == "execute_tool"}
+    found = {"tools": tools, "responses": _responses(own, ctx) if foreign else {}}
     turns: list[dict[str, Any]] = []
-    tools: dict[Any, Span] = {}
-    responses: dict[Any, Any] = {}  # tool results a later chat span's input repeats, by call id
-    for s in own:
-        if s.attrs.get(OP) == "execute_tool":
-            tools[s.attrs.get("gen_ai.tool.call.id")] = s
-        elif s.attrs.get(OP) == "chat" and foreign:
-            for m in _messages(ctx, s, "gen_ai.input.messages"):
-                if type(m) is dict and _tool_result_only(m):
-                    for part in m["parts"]:
-                        responses.setdefault(part.get("id"), part.get("response"))
     seen_inputs = 0
-    for s in own:
-        a = s.attrs
-        if a.get(OP) != "chat":
-            continue
+    for s in (s for s in own if s.attrs.get(OP) == "chat"):
         inputs = _messages(ctx, s, "gen_ai.input.messages")
-        outputs = _messages(ctx, s, "gen_ai.output.messages")
         new = [m for m in inputs[seen_inputs:] if type(m) is dict and not _tool_result_only(m)]
-        residuals = ctx.json(a[ns["new_turns"]], f"{s.at}/attributes", list) if ns["new_turns"] in a else None
-        for n, message in enumerate(new):
-            msg = _text(message.get("parts") or [], ns)
-            if residuals is not None and n < len(residuals):
-                turns.append({**residuals[n], "msg": msg})
-            else:
-                src = t_["sources"].get(message.get("role"), message.get("role") or "user")
-                turns.append({"id": len(turns) + 1, "src": src, "msg": msg})
-        seen_inputs = len(inputs) + 1
-        output = outputs[0] if outputs and type(outputs[0]) is dict else {"parts": []}
-        parts = output.get("parts") or []
-        if ns["turn"] in a:
-            turn = dict(ctx.json(a[ns["turn"]], f"{s.at}/attributes", dict))
-        else:
-            turn = {"id": len(turns) + 1, "src": "agent"}
-            for k, to in (("startTimeUnixNano", "ts"), ("endTimeUnixNano", "finished_at")):
-                if s.raw.get(k):
-                    turn[to] = format_rfc3339(int(s.raw[k]))
-            if a.get("gen_ai.request.model"):
-                turn["model"] = a["gen_ai.request.model"]
-            usage = {to: a[k] for k, to in t_["read_usage"].items() if type(a.get(k)) is int}
-            if usage:
-                turn["metrics"] = usage
-        turn["msg"] = _text(parts, ns)
-        reasoning = [p for p in parts if type(p) is dict and p.get("type") == "reasoning"]
-        if reasoning:
-            turn["reason"] = reasoning[0].get("content")
-        calls = [p for p in parts if type(p) is dict and p.get("type") == "tool_call"]
-        if calls or "tool_calls" in turn:
-            extra = turn.get("tool_calls") or [{} for _ in calls]
-            turn["tool_calls"] = [
-                {**x, "tcid": p.get("id"), "fn": p.get("name"), "args": p.get("arguments")}
-                for p, x in zip(calls, extra, strict=False)
-            ]
-            results = []
-            for p in calls:
-                tool = tools.pop(p.get("id"), None)
-                if tool is not None and "gen_ai.tool.call.result" in tool.attrs:
-                    content = tool.attrs["gen_ai.tool.call.result"]
-                    if tool.attrs.get(ns["result_json"]):
-                        content = ctx.json(content, f"{s.at}/attributes")
-                    results.append({"source_call_id": p.get("id"), "content": content})
-                elif foreign and p.get("id") in responses:
-                    results.append({"source_call_id": p.get("id"), "content": responses[p.get("id")]})
-            if results:
-                turn["observation"] = {"results": results}
-        turns.append(turn)
+        turns += _new_turns(s, new, len(turns), ctx)
+        seen_inputs = len(inputs) + 1  # the history it repeats, and this span's own output
+        turns.append(_output_turn(s, len(turns), found, ctx))
     if ns["trailing"] in attrs:
         turns += ctx.json(attrs[ns["trailing"]], f"{at}/attributes", list)
     story["turns"] = turns
-    if foreign and root is not None:
-        parent = (root.raw.get("parentSpanId") or "").lower()
-        for p in roots:
-            if p.raw["spanId"].lower() == parent:
-                story["parent"] = {"psid": p.attrs.get("gen_ai.conversation.id") or p.raw["traceId"].lower()}
+    parent = _parent(root, roots) if foreign and root is not None else None
+    if parent is not None:
+        story["parent"] = parent
     return story, not foreign
