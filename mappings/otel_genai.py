@@ -192,26 +192,30 @@ def _openinference(attrs: dict[str, Any], oi: dict[str, Any]) -> list[list[Any]]
     for to, src in oi["values"]:
         if src in attrs:
             value = attrs[src]
-            text = value if type(value) is str else orjson.dumps(value).decode()
-            out += [[to, text], [to.replace(".value", ".mime_type"), _mime(value)]]
+            out += [[to, _json_text(value)], [to.replace(".value", ".mime_type"), _mime(value)]]
     for prefix, src in oi["messages"].items():
         for i, message in enumerate(attrs.get(src) or []):
-            at = f"{prefix}.{i}.message"
-            out.append([f"{at}.role", message["role"]])
-            texts = [p["content"] for p in message["parts"] if p["type"] == "text"]
-            if texts:
-                out.append([f"{at}.content", "".join(texts)])
-            calls = [p for p in message["parts"] if p["type"] == "tool_call"]
-            for j, call in enumerate(calls):
-                out.append([f"{at}.tool_calls.{j}.tool_call.id", call["id"]])
-                out.append([f"{at}.tool_calls.{j}.tool_call.function.name", call["name"]])
-                out.append(
-                    [f"{at}.tool_calls.{j}.tool_call.function.arguments", orjson.dumps(call["arguments"]).decode()]
-                )
-            for part in (p for p in message["parts"] if p["type"] == "tool_call_response"):
-                out.append([f"{at}.tool_call_id", part["id"]])
-                response = part["response"]
-                out.append([f"{at}.content", response if type(response) is str else orjson.dumps(response).decode()])
+            out += _oi_message(f"{prefix}.{i}.message", message)
+    return out
+
+
+def _json_text(value: Any) -> str:
+    return value if type(value) is str else orjson.dumps(value).decode()
+
+
+def _oi_message(at: str, message: dict[str, Any]) -> list[list[Any]]:
+    """One GenAI message as OpenInference's flattened `AT.role`, `AT.content`, `AT.tool_calls.j.…` keys."""
+    out: list[list[Any]] = [[f"{at}.role", message["role"]]]
+    texts = [p["content"] for p in message["parts"] if p["type"] == "text"]
+    if texts:
+        out.append([f"{at}.content", "".join(texts)])
+    calls = [p for p in message["parts"] if p["type"] == "tool_call"]
+    for j, call in enumerate(calls):
+        call_at = f"{at}.tool_calls.{j}.tool_call"
+        out += [[f"{call_at}.id", call["id"]], [f"{call_at}.function.name", call["name"]]]
+        out.append([f"{call_at}.function.arguments", orjson.dumps(call["arguments"]).decode()])
+    for part in (p for p in message["parts"] if p["type"] == "tool_call_response"):
+        out += [[f"{at}.tool_call_id", part["id"]], [f"{at}.content", _json_text(part["response"])]]
     return out
 
 
@@ -258,7 +262,7 @@ def _messages(ctx: Context, span: Span, key: str) -> list[Any]:
 def _foreign_head(root: Span | None, key: str, ctx: Context) -> dict[str, Any]:
     """A Storyline's top level from another instrumentation's `invoke_agent` span (None: none)."""
     attrs = root.attrs if root is not None else {}
-    trace = root.raw["traceId"].lower() if root is not None else key
+    trace = root.raw[ctx.spec.trace_key].lower() if root is not None else key
     name = attrs.get("gen_ai.agent.name")
     story = {
         "schema_version": "storyline/v1",
@@ -267,13 +271,13 @@ def _foreign_head(root: Span | None, key: str, ctx: Context) -> dict[str, Any]:
         "agent": {"id": attrs.get("gen_ai.agent.id") or name or ctx.spec.name, **({"name": name} if name else {})},
     }
     if root is not None:
-        story.update(_span_times(root, ("started_at", "finished_at")))
+        story.update(_span_times(root, ("started_at", "finished_at"), ctx))
     return story
 
 
-def _span_times(span: Span, to: tuple[str, str]) -> dict[str, str]:
+def _span_times(span: Span, to: tuple[str, str], ctx: Context) -> dict[str, str]:
     """A span's start and end times, as RFC 3339 at the keys `to` (a time not given: none)."""
-    keys = ("startTimeUnixNano", "endTimeUnixNano")
+    keys = (ctx.spec.start_key, ctx.spec.end_key)
     return {t: format_rfc3339(int(span.raw[k])) for k, t in zip(keys, to, strict=True) if span.raw.get(k)}
 
 
@@ -310,7 +314,7 @@ def _agent_turn(s: Span, count: int, ctx: Context) -> dict[str, Any]:
     a, ns = s.attrs, ctx.tables["ns"]
     if ns["turn"] in a:
         return dict(ctx.json(a[ns["turn"]], f"{s.at}/attributes", dict))
-    turn: dict[str, Any] = {"id": count + 1, "src": "agent", **_span_times(s, ("ts", "finished_at"))}
+    turn: dict[str, Any] = {"id": count + 1, "src": "agent", **_span_times(s, ("ts", "finished_at"), ctx)}
     if a.get("gen_ai.request.model"):
         turn["model"] = a["gen_ai.request.model"]
     usage = {to: a[k] for k, to in ctx.tables["read_usage"].items() if type(a.get(k)) is int}
@@ -357,12 +361,13 @@ def _output_turn(s: Span, count: int, found: dict, ctx: Context) -> dict[str, An
     return turn
 
 
-def _parent(root: Span, roots: list[Span]) -> dict[str, Any] | None:
+def _parent(root: Span, roots: list[Span], ctx: Context) -> dict[str, Any] | None:
     """The parent link of a foreign `invoke_agent` span under another one (None: a top one)."""
-    parent = (root.raw.get("parentSpanId") or "").lower()
+    spec = ctx.spec
+    parent = (root.raw.get(spec.parent_key) or "").lower()
     for p in reversed(roots):  # a span id repeated: the last one's (as the ids' index reads it)
-        if p.raw["spanId"].lower() == parent:
-            return {"psid": p.attrs.get("gen_ai.conversation.id") or p.raw["traceId"].lower()}
+        if p.raw[spec.span_key].lower() == parent:
+            return {"psid": p.attrs.get("gen_ai.conversation.id") or p.raw[spec.trace_key].lower()}
     return None
 
 
@@ -393,7 +398,7 @@ def otel_story(
     if ns["trailing"] in attrs:
         turns += ctx.json(attrs[ns["trailing"]], f"{at}/attributes", list)
     story["turns"] = turns
-    parent = _parent(root, roots) if foreign and root is not None else None
+    parent = _parent(root, roots, ctx) if foreign and root is not None else None
     if parent is not None:
         story["parent"] = parent
     return story, not foreign
