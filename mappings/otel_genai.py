@@ -20,8 +20,6 @@ from mapc.engine.spans import Context, Span
 from mapc.engine.timestamp import TimestampError, format_rfc3339, timestamp_ns
 from mapc.engine.views import call_results, document_id
 
-OP = "gen_ai.operation.name"
-
 
 def _ns(value: Any) -> int | None:
     try:
@@ -87,7 +85,7 @@ def _rest(turn: dict[str, Any], calls: list[dict[str, Any]], results: Any) -> di
 def _chat(story: dict[str, Any], t: int, turn: dict[str, Any], history: list, output: dict, ctx: Context) -> dict:
     """The `chat` span draft of agent turn `t` (its times, pending turns and rest added by the caller)."""
     model = turn.get("model") or (story.get("agent") or {}).get("model")
-    attrs: list[list[Any]] = [[OP, "chat"], ["gen_ai.conversation.id", story["session"]]]
+    attrs: list[list[Any]] = [[ctx.spec.kind, "chat"], ["gen_ai.conversation.id", story["session"]]]
     if model:
         attrs.append(["gen_ai.request.model", model])
     attrs += _usage(turn.get("metrics"), ctx.tables["usage"])
@@ -98,7 +96,7 @@ def _chat(story: dict[str, Any], t: int, turn: dict[str, Any], history: list, ou
 
 def _tool(story: dict[str, Any], t: int, c: int, call: dict[str, Any], results: Any, ctx: Context) -> dict:
     """The `execute_tool` span draft of call `c` of turn `t` (its result, when the turn has it)."""
-    tool = [[OP, "execute_tool"], ["gen_ai.tool.name", call["fn"]], ["gen_ai.tool.call.id", call["tcid"]]]
+    tool = [[ctx.spec.kind, "execute_tool"], ["gen_ai.tool.name", call["fn"]], ["gen_ai.tool.call.id", call["tcid"]]]
     tool.append(["gen_ai.tool.call.arguments", orjson.dumps(call["args"]).decode()])
     if results is not None and call["tcid"] in results:
         content = results[call["tcid"]]
@@ -115,7 +113,7 @@ def _root(story: dict[str, Any], trailing: list[dict[str, Any]], start: int, end
     """The `invoke_agent` span draft of a Storyline: its agent, and the document but its turns."""
     ns, agent = ctx.tables["ns"], story.get("agent") or {}
     name = agent.get("name") or agent.get("id")
-    attrs = [[OP, "invoke_agent"], ["gen_ai.agent.id", agent.get("id")], ["gen_ai.agent.name", name]]
+    attrs = [[ctx.spec.kind, ctx.spec.root], ["gen_ai.agent.id", agent.get("id")], ["gen_ai.agent.name", name]]
     attrs.append(["gen_ai.conversation.id", story["session"]])
     if agent.get("model"):
         attrs.append(["gen_ai.request.model", agent["model"]])
@@ -171,7 +169,7 @@ def otel_spans(story: dict[str, Any], ctx: Context) -> list[dict[str, Any]]:
     root = _root(story, turns[len(turns) - len(pending) :] if pending else [], base, last, ctx)
     if "openinference" in ctx.tables:
         for d in (root, *drafts):
-            d["attributes"] += _openinference(dict(d["attributes"]), ctx.tables["openinference"])
+            d["attributes"] += _openinference(dict(d["attributes"]), ctx.tables["openinference"], ctx.spec.kind)
     return [root, *drafts]
 
 
@@ -184,10 +182,10 @@ def _mime(value: Any) -> str:
         return "text/plain"
 
 
-def _openinference(attrs: dict[str, Any], oi: dict[str, Any]) -> list[list[Any]]:
+def _openinference(attrs: dict[str, Any], oi: dict[str, Any], kind: str) -> list[list[Any]]:
     """The OpenInference attributes (what Phoenix reads) a span's GenAI attributes say: its kind,
     copies, JSON input/output values, and messages flattened to `PREFIX.i.message.…` keys."""
-    out: list[list[Any]] = [["openinference.span.kind", oi["kinds"][attrs[OP]]]]
+    out: list[list[Any]] = [["openinference.span.kind", oi["kinds"][attrs[kind]]]]
     out += [[to, attrs[src]] for to, src in oi["copy"].items() if src in attrs]
     for to, src in oi["values"]:
         if src in attrs:
@@ -285,7 +283,7 @@ def _responses(own: list[Span], ctx: Context) -> dict[Any, Any]:
     """Tool results another instrumentation's chat spans repeat in their input, by call id."""
     out: dict[Any, Any] = {}
     for s in own:
-        if s.attrs.get(OP) == "chat":
+        if s.attrs.get(ctx.spec.kind) == "chat":
             for m in _messages(ctx, s, "gen_ai.input.messages"):
                 if type(m) is dict and _tool_result_only(m):
                     for part in m["parts"]:
@@ -385,11 +383,11 @@ def otel_story(
     else:  # mapc's own spans, in the order it wrote them (turns need not be in time order)
         story = ctx.json(attrs[ns["document"]], f"{at}/attributes", dict)
         own = sorted(own, key=lambda s: s.n)
-    tools = {s.attrs.get("gen_ai.tool.call.id"): s for s in own if s.attrs.get(OP) == "execute_tool"}
+    tools = {s.attrs.get("gen_ai.tool.call.id"): s for s in own if s.attrs.get(ctx.spec.kind) == "execute_tool"}
     found = {"tools": tools, "responses": _responses(own, ctx) if foreign else {}}
     turns: list[dict[str, Any]] = []
     seen_inputs = 0
-    for s in (s for s in own if s.attrs.get(OP) == "chat"):
+    for s in (s for s in own if s.attrs.get(ctx.spec.kind) == "chat"):
         inputs = _messages(ctx, s, "gen_ai.input.messages")
         new = [m for m in inputs[seen_inputs:] if type(m) is dict and not _tool_result_only(m)]
         turns += _new_turns(s, new, len(turns), ctx)
