@@ -347,7 +347,7 @@ def _flatten(spec: SpanSpec, doc: Any) -> list[Span]:
             for at, node in level
             for n, item in enumerate((node if type(node) is dict else {}).get(key) or [])
         ]
-    out = []
+    out: list[Span] = []
     for at, span in level:
         if type(span) is not dict:
             raise _fail(spec.codes["invalid"], at, "a span is an object")
