@@ -26,10 +26,12 @@ document:
     codes: {invalid: …, bad_id: …, no_root: …}   # the problems' codes
     indent: 2
     table: {ATTRIBUTE: STORYLINE-POINTER}        # what each attribute says (`mapc spec table`)
+    tables_schema: NAME                          # schemas/NAME.schema.json: what the functions read
 ```
 
-A spec is untrusted: `parse` checks it against ``schemas/span-tree-spec.schema.json`` and that
-the functions it names are registered, each problem at its JSON Pointer in the spec
+A spec is untrusted: `parse` checks it against ``schemas/span-tree-spec.schema.json``, its
+`tables` against the schema `tables_schema` names (the tables its functions read), and that the
+functions it names are registered, each problem at its JSON Pointer in the spec
 (`mapc spec lint` reports the same problems).
 
 Reading: the file is parsed (a key repeated in one object refused unless the options allow it),
@@ -175,6 +177,16 @@ def iter_spec_problems(data: Any) -> Iterator[Problem]:
         yield Problem("spec.schema", problem.pointer, f"{problem.message} (schemas/{SCHEMA}.schema.json)")
     if shaped:
         return
+    tables_schema = data["document"]["spans"].get("tables_schema")
+    if tables_schema is not None:
+        try:
+            validator = compiled_validator(tables_schema)
+        except MapcError:
+            yield Problem("spec.unknown_schema", "/document/spans/tables_schema", f"no schema {tables_schema!r}")
+            return
+        for problem in validator.iter_problems(data.get("tables") or {}):
+            where = f"/tables{problem.pointer}"
+            yield Problem("spec.schema", where, f"{problem.message} (schemas/{tables_schema}.schema.json)")
     for role in ("read", "write"):
         name = data["document"]["spans"][role]
         if functions.lookup(name) is None:

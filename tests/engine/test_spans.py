@@ -185,3 +185,19 @@ def test_a_table_lists_each_attribute_and_its_storyline_pointers() -> None:
     assert "| `who` | `/turns/{t}/src` |" in text
     assert "| `text` | `/turns/{t}/msg`, `/x` |" in text
     assert "| `op` | (the kind) |" in text
+
+
+def test_the_tables_are_checked_against_the_schema_the_spec_names() -> None:
+    # what the functions read in `tables` is checked before they run (here the otel-genai tables'
+    # schema, against tables that lack what otel_spans reads)
+    named = {**SPEC, "document": {"spans": {**SPEC["document"]["spans"], "tables_schema": "otel-genai-tables"}}}
+    with pytest.raises(MapcError) as bad:
+        spans.parse({**named, "tables": {"ns": {}}}, {"ns": {}})
+    found = {(p.code, p.pointer) for p in bad.value.problems}
+    assert ("spec.schema", "/tables/ns") in found and ("spec.schema", "/tables") in found
+    unknown = {**SPEC, "document": {"spans": {**SPEC["document"]["spans"], "tables_schema": "no-such-tables"}}}
+    with pytest.raises(MapcError) as none:
+        spans.parse(unknown, {})
+    assert [(p.code, p.pointer) for p in none.value.problems] == [
+        ("spec.unknown_schema", "/document/spans/tables_schema")
+    ]
