@@ -133,6 +133,32 @@ def _root(story: dict[str, Any], trailing: list[dict[str, Any]], start: int, end
     )
 
 
+def _agent_spans(
+    story: dict[str, Any], t: int, times: tuple[int, int], history: list, pending: list, drafts: list, ctx: Context
+) -> list[dict[str, Any]]:
+    """Agent turn `t`'s chat span and its calls' execute_tool spans (added to `drafts`), after the
+    `history` of messages and the `pending` turns it answers; the history after it."""
+    turn, ns = story["turns"][t], ctx.tables["ns"]
+    calls = [c for c in turn.get("tool_calls") or [] if type(c) is dict]
+    results = call_results(turn)
+    output = _output(turn, ns)
+    chat = _chat(story, t, turn, history, output, ctx)
+    chat["attributes"].append([ns["turn"], _rest(turn, calls, results)])
+    if pending:
+        chat["attributes"].append([ns["new_turns"], pending])
+    chat["start"], chat["end"] = times
+    drafts.append(chat)
+    history = [*history, output]  # a new list: the chat span's input stays as it is
+    for c, call in enumerate(calls):
+        tool = _tool(story, t, c, call, results, ctx)
+        tool["start"] = tool["end"] = times[1]
+        drafts.append(tool)
+        if results is not None and call["tcid"] in results:
+            part = {"type": "tool_call_response", "id": call["tcid"], "response": results[call["tcid"]]}
+            history.append({"role": "tool", "parts": [part]})
+    return history
+
+
 @register("otel_spans", 2)
 def otel_spans(story: dict[str, Any], ctx: Context) -> list[dict[str, Any]]:
     """The span drafts of one Storyline (engine/spans.py): its `invoke_agent` span first."""
@@ -149,23 +175,8 @@ def otel_spans(story: dict[str, Any], ctx: Context) -> list[dict[str, Any]]:
             history.append({"role": role, "parts": _parts(turn.get("msg"), ns)})
             pending.append({k: v for k, v in turn.items() if k != "msg"})
             continue
-        calls = [c for c in turn.get("tool_calls") or [] if type(c) is dict]
-        results = call_results(turn)
-        output = _output(turn, ns)
-        chat = _chat(story, t, turn, history, output, ctx)
-        chat["attributes"].append([ns["turn"], _rest(turn, calls, results)])
-        if pending:
-            chat["attributes"].append([ns["new_turns"], pending])
-        chat["start"], chat["end"] = start, end
-        drafts.append(chat)
-        history, pending = [*history, output], []  # a new list: the chat span's input stays as it is
-        for c, call in enumerate(calls):
-            tool = _tool(story, t, c, call, results, ctx)
-            tool["start"] = tool["end"] = end
-            drafts.append(tool)
-            if results is not None and call["tcid"] in results:
-                part = {"type": "tool_call_response", "id": call["tcid"], "response": results[call["tcid"]]}
-                history.append({"role": "tool", "parts": [part]})
+        history = _agent_spans(story, t, (start, end), history, pending, drafts, ctx)
+        pending = []
     root = _root(story, turns[len(turns) - len(pending) :] if pending else [], base, last, ctx)
     if "openinference" in ctx.tables:
         for d in (root, *drafts):
