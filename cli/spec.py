@@ -39,6 +39,24 @@ def _shipped(name: str) -> Any:
     return importlib.resources.files("mapc.mappings").joinpath(f"{name}.yaml")
 
 
+def _trace_spec(spec: str) -> tuple[str, str] | None:
+    """(file name, YAML text) of a span-tree spec SPEC names: a built-in's (`mappings/traces/`) or a
+    file of that kind; None: SPEC is no span-tree spec."""
+    from mapc.engine import spans
+    from mapc.engine.spec import parse_yaml
+
+    if Path(spec).is_file():
+        try:
+            text = read_spec_text(Path(spec))
+            data = parse_yaml(Path(spec).name, text)[0]
+        except MapcError:
+            return None
+        return (spec, text) if spans.is_span_tree(data) else None
+    fmt = canonical_format(spec)
+    text = catalog.installed().trace_spec_text(fmt) if fmt is not None else None
+    return None if text is None else (f"mappings/traces/{fmt}.yaml", text)
+
+
 def _lint_line(problem: Problem, file: str) -> str:
     at = problem.spec_at
     name = file if at and at.file == Path(file).name else (at.file if at else file)
@@ -69,15 +87,21 @@ def lint_command(spec: str, as_json: bool) -> None:
       mapc spec lint openai-responses
       mapc spec lint mappings/atif.yaml --json
     """
-    from mapc.engine.lint import lint_path
+    from mapc.engine.lint import lint_path, lint_span_tree
     from mapc.store import wire, wire_table
 
     protocol = wire.table_named(spec) if not Path(spec).is_file() and canonical_format(spec) is None else None
+    traced = _trace_spec(spec) if protocol is None else None
     if protocol is not None:  # a wire protocol's table (mappings/wire/, `mapc events project`)
         name, text = f"mappings/wire/{protocol.protocol}.yaml", wire.table_text(protocol.protocol)
+    elif traced is not None:  # a span-tree spec (mappings/traces/, engine/spans.py)
+        name, text = traced
     else:
         name, text = _spec_text(spec)
-    problems = wire_table.lint(text, name) if wire_table.is_table(text) else lint_path(name, text)
+    if traced is not None:
+        problems = lint_span_tree(name, text)
+    else:
+        problems = wire_table.lint(text, name) if wire_table.is_table(text) else lint_path(name, text)
     if as_json:
         click.echo(orjson.dumps([p.as_dict() for p in problems], option=orjson.OPT_INDENT_2).decode())
     else:
@@ -190,6 +214,17 @@ def table_command(spec: str) -> None:
     protocol = wire.table_named(spec)
     if protocol is not None and (protocol.protocol == spec or canonical_format(spec) is None):
         click.echo(wire.markdown(protocol), nl=False)
+        return
+    traced = _trace_spec(spec)
+    if traced is not None:  # a span-tree spec: attribute | Storyline pointer(s)
+        from mapc.engine import spans
+        from mapc.engine.spec import parse_yaml
+
+        name, text = traced
+        with fail_on(name):
+            data = parse_yaml(Path(name).name, text)[0]
+            parsed = spans.parse(data, data.get("tables") or {})
+        click.echo(spans.markdown(parsed), nl=False)
         return
     click.echo(markdown(_load(spec)), nl=False)
 

@@ -73,6 +73,22 @@ def lint_path(path: str | Path, text: str | None = None) -> list[Problem]:
     return _in_file_order(problems)
 
 
+def lint_span_tree(path: str | Path, text: str) -> list[Problem]:
+    """Every problem of the span-tree spec `text` (engine/spans.py) named by `path`, each located at
+    its YAML file, line and column."""
+    from mapc.engine import spans
+
+    try:
+        data, located = parse_yaml(Path(path).name, text)
+    except MapcError as exc:
+        return list(exc.problems)
+    out = []
+    for p in spans.iter_spec_problems(data):
+        where = located.at(*_Located.path_of(data, p.pointer))
+        out.append(Problem(p.code, p.pointer, p.message, where))
+    return _in_file_order(out)
+
+
 def _relocate(problem: Problem, data: Any, located: _Located) -> Problem:
     """Point a problem at the exact YAML node its spec pointer names (``/rules/3/to``)."""
     if not problem.pointer.startswith("/"):

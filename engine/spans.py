@@ -25,7 +25,14 @@ document:
     write: fn                                    # fn(story, context) -> span drafts
     codes: {invalid: …, bad_id: …, no_root: …}   # the problems' codes
     indent: 2
+    table: {ATTRIBUTE: STORYLINE-POINTER}        # what each attribute says (`mapc spec table`)
+    tables_schema: NAME                          # schemas/NAME.schema.json: what the functions read
 ```
+
+A spec is untrusted: `parse` checks it against ``schemas/span-tree-spec.schema.json``, its
+`tables` against the schema `tables_schema` names (the tables its functions read), and that the
+functions it names are registered, each problem at its JSON Pointer in the spec
+(`mapc spec lint` reports the same problems).
 
 Reading: the file is parsed (a key repeated in one object refused unless the options allow it),
 the spans are flattened with their pointers and their ids checked as hex of the stated size,
@@ -50,7 +57,7 @@ the others to the draft they name, and writes the attribute lists by the values'
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +68,7 @@ from mapc.engine import canonical, duplicates, functions, pointer, residual
 from mapc.engine.codecs import Codec
 from mapc.engine.options import DEFAULT, Options
 from mapc.engine.problems import MapcError, Problem
+from mapc.engine.schema import compiled_validator
 from mapc.engine.views import document_id
 
 _HEX = frozenset("0123456789abcdefABCDEF")
@@ -68,11 +76,13 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 
 @dataclass(frozen=True, slots=True)
 class Span:
-    """One span as read: its pointer in the file, the span object, its attributes as an object."""
+    """One span as read: its pointer in the file, the span object, its attributes as an object,
+    and its position among the file's spans (a writer's own order, where start times may not be)."""
 
     at: str
     raw: dict[str, Any]
     attrs: dict[str, Any]
+    n: int = 0
 
 
 @dataclass(frozen=True)
@@ -109,6 +119,7 @@ class SpanSpec:
     write: str
     codes: dict[str, str]
     indent: int | None
+    table: dict[str, str] = field(default_factory=dict)
     tables: dict[str, Any] = field(default_factory=dict)
 
 
@@ -148,8 +159,46 @@ class Context:
         return value
 
 
+SCHEMA = "span-tree-spec"
+
+
+def is_span_tree(data: Any) -> bool:
+    """Whether a spec file's top level is of this kind (`document: {spans: …}`)."""
+    return type(data) is dict and type(data.get("document")) is dict and "spans" in data["document"]
+
+
+def iter_spec_problems(data: Any) -> Iterator[Problem]:
+    """Every problem of the span-tree spec `data`, each at its JSON Pointer in the spec: its shape
+    against ``schemas/span-tree-spec.schema.json`` (``spec.schema``), then the functions it names
+    that are not registered (``spec.unknown_function``)."""
+    shaped = False
+    for problem in compiled_validator(SCHEMA).iter_problems(data):
+        shaped = True
+        yield Problem("spec.schema", problem.pointer, f"{problem.message} (schemas/{SCHEMA}.schema.json)")
+    if shaped:
+        return
+    tables_schema = data["document"]["spans"].get("tables_schema")
+    if tables_schema is not None:
+        try:
+            validator = compiled_validator(tables_schema)
+        except MapcError:
+            yield Problem("spec.unknown_schema", "/document/spans/tables_schema", f"no schema {tables_schema!r}")
+            return
+        for problem in validator.iter_problems(data.get("tables") or {}):
+            where = f"/tables{problem.pointer}"
+            yield Problem("spec.schema", where, f"{problem.message} (schemas/{tables_schema}.schema.json)")
+    for role in ("read", "write"):
+        name = data["document"]["spans"][role]
+        if functions.lookup(name) is None:
+            yield Problem("spec.unknown_function", f"/document/spans/{role}", f"no function {name!r}")
+
+
 def parse(data: dict[str, Any], tables: dict[str, Any]) -> SpanSpec:
-    """The span-tree spec `data` (a spec file's top level); ValueError naming what is wrong."""
+    """The span-tree spec `data` (a spec file's top level), checked first: MapcError holding
+    every problem at its pointer in the spec (`iter_spec_problems`)."""
+    problems = list(iter_spec_problems(data))
+    if problems:
+        raise MapcError(problems)
     spans = data["document"]["spans"]
     ids, times, attrs = spans["ids"], spans["times"], spans["attributes"]
     detect = data.get("detect") or {}
@@ -184,6 +233,7 @@ def parse(data: dict[str, Any], tables: dict[str, Any]) -> SpanSpec:
         write=spans["write"],
         codes=dict(spans["codes"]),
         indent=spans.get("indent"),
+        table=dict(spans.get("table") or {}),
         tables=dict(tables or {}),
     )
 
@@ -199,6 +249,17 @@ def codec(spec: SpanSpec) -> Codec:
         count_tree=count_tree(spec),
         description=spec.title,
     )
+
+
+def markdown(spec: SpanSpec) -> str:
+    """The spec's table as Markdown: attribute | Storyline pointer(s)."""
+    rows = [f"| `{key}` | {_pointers(to)} |" for key, to in spec.table.items()]
+    return "\n".join([f"# {spec.name}: {spec.title}", "", "| attribute | Storyline |", "|---|---|", *rows]) + "\n"
+
+
+def _pointers(text: str) -> str:
+    # pointers as code, a note (no pointer: what the attribute is for) as it is
+    return ", ".join(f"`{p}`" for p in text.split()) if text.startswith("/") else text.replace("|", "\\|")
 
 
 def count_tree(spec: SpanSpec) -> residual.Tree:
@@ -298,7 +359,7 @@ def _flatten(spec: SpanSpec, doc: Any) -> list[Span]:
             for at, node in level
             for n, item in enumerate((node if type(node) is dict else {}).get(key) or [])
         ]
-    out = []
+    out: list[Span] = []
     for at, span in level:
         if type(span) is not dict:
             raise _fail(spec.codes["invalid"], at, "a span is an object")
@@ -317,7 +378,7 @@ def _flatten(spec: SpanSpec, doc: Any) -> list[Span]:
                 type(value) is int or (type(value) is str and value.isdigit() and value.isascii())
             ):
                 raise _fail(spec.codes["invalid"], f"{at}/{key}", "expected a time: integer nanoseconds (as text)")
-        out.append(Span(at, span, attributes(spec, span, at)))
+        out.append(Span(at, span, attributes(spec, span, at), len(out)))
     return out
 
 

@@ -20,8 +20,6 @@ from mapc.engine.spans import Context, Span
 from mapc.engine.timestamp import TimestampError, format_rfc3339, timestamp_ns
 from mapc.engine.views import call_results, document_id
 
-OP = "gen_ai.operation.name"
-
 
 def _ns(value: Any) -> int | None:
     try:
@@ -47,84 +45,142 @@ def _output(turn: dict[str, Any], ns: dict[str, str]) -> dict[str, Any]:
     return {"role": "assistant", "parts": parts, "finish_reason": "tool_call" if calls else "stop"}
 
 
-@register("otel_spans", 2)
-def otel_spans(story: dict[str, Any], ctx: Context) -> list[dict[str, Any]]:
-    """The span drafts of one Storyline (engine/spans.py): its `invoke_agent` span first."""
-    t_ = ctx.tables
-    ns, kinds = t_["ns"], t_["span_kinds"]
-    ident, session = document_id(story), story["session"]
-    turns, agent = story.get("turns") or [], story.get("agent") or {}
+def _clock(story: dict[str, Any], turns: list[dict[str, Any]]) -> int:
+    """The trace's base time: the Storyline's start, else its first turn's, else 0."""
     started = _ns(story.get("started_at"))
     first = next((n for t in turns if (n := _ns(t.get("ts"))) is not None), None)
-    base = started if started is not None else first if first is not None else 0
-    drafts: list[dict[str, Any]] = []
-    history: list[dict[str, Any]] = []
-    pending: list[dict[str, Any]] = []
-    last = base
-    for t, turn in enumerate(turns):
-        start = _ns(turn.get("ts"))
-        start = start if start is not None else base + t * 1000
-        end = _ns(turn.get("finished_at"))
-        end = end if end is not None else start
-        last = max(last, end)
-        rest = {k: v for k, v in turn.items() if k != "msg"}
-        if turn.get("src") != "agent":
-            role = t_["roles"].get(turn.get("src"), turn.get("src"))
-            history.append({"role": role, "parts": _parts(turn.get("msg"), ns)})
-            pending.append(rest)
-            continue
-        if type(turn.get("reason")) is str:
-            rest.pop("reason")
-        calls = [c for c in turn.get("tool_calls") or [] if type(c) is dict]
-        if "tool_calls" in turn:
-            rest["tool_calls"] = [{k: v for k, v in c.items() if k not in ("tcid", "fn", "args")} for c in calls]
-        results = call_results(turn)
-        if results is not None:
-            rest.pop("observation")
-        output = _output(turn, ns)
-        model = turn.get("model") or agent.get("model")
-        attrs: list[list[Any]] = [[OP, "chat"], ["gen_ai.conversation.id", session]]
-        if model:
-            attrs.append(["gen_ai.request.model", model])
-        metrics = turn.get("metrics")
-        for key, names in t_["usage"].items():
-            value = next((metrics[n] for n in names if type(metrics) is dict and type(metrics.get(n)) is int), None)
-            if value is not None:
-                attrs.append([key, value])
-        attrs += [["gen_ai.input.messages", history], ["gen_ai.output.messages", [output]], [ns["turn"], rest]]
-        if pending:
-            attrs.append([ns["new_turns"], pending])
-        name = f"chat {model}" if model else "chat"
-        drafts.append(_draft(["chat", ident, str(t)], 0, name, kinds["client"], start, end, attrs))
-        history, pending = [*history, output], []
-        for c, call in enumerate(calls):
-            tool = [[OP, "execute_tool"], ["gen_ai.tool.name", call["fn"]], ["gen_ai.tool.call.id", call["tcid"]]]
-            tool.append(["gen_ai.tool.call.arguments", orjson.dumps(call["args"]).decode()])
-            if results is not None and call["tcid"] in results:
-                content = results[call["tcid"]]
-                tool.append(["gen_ai.tool.call.result", content])
-                if type(content) is not str:
-                    tool.append([ns["result_json"], True])
-                part = {"type": "tool_call_response", "id": call["tcid"], "response": content}
-                history.append({"role": "tool", "parts": [part]})
-            tool_name = f"execute_tool {call['fn']}"
-            drafts.append(
-                _draft(["execute_tool", ident, str(t), str(c)], 0, tool_name, kinds["internal"], end, end, tool)
-            )
-    finished = _ns(story.get("finished_at"))
-    agent_name = agent.get("name") or agent.get("id")
-    attrs = [[OP, "invoke_agent"], ["gen_ai.agent.id", agent.get("id")], ["gen_ai.agent.name", agent_name]]
-    attrs.append(["gen_ai.conversation.id", session])
+    return started if started is not None else first if first is not None else 0
+
+
+def _times(turn: dict[str, Any], t: int, base: int) -> tuple[int, int]:
+    """A turn's span times: its `ts` (else a microsecond per turn after the base) to `finished_at`."""
+    start = _ns(turn.get("ts"))
+    start = start if start is not None else base + t * 1000
+    end = _ns(turn.get("finished_at"))
+    return start, end if end is not None else start
+
+
+def _usage(metrics: Any, usage: dict[str, list[str]]) -> list[list[Any]]:
+    """The GenAI usage attributes of a turn's metrics (the first integer of each one's names)."""
+    out = []
+    for key, names in usage.items():
+        value = next((metrics[n] for n in names if type(metrics) is dict and type(metrics.get(n)) is int), None)
+        if value is not None:
+            out.append([key, value])
+    return out
+
+
+def _rest(turn: dict[str, Any], calls: list[dict[str, Any]], results: Any) -> dict[str, Any]:
+    """What of an agent turn its chat and tool spans' GenAI attributes do not say (`storyline.turn`)."""
+    rest = {k: v for k, v in turn.items() if k != "msg"}
+    if type(turn.get("reason")) is str:
+        rest.pop("reason")
+    if "tool_calls" in turn:
+        rest["tool_calls"] = [{k: v for k, v in c.items() if k not in ("tcid", "fn", "args")} for c in calls]
+    if results is not None:
+        rest.pop("observation")
+    return rest
+
+
+def _chat(story: dict[str, Any], t: int, turn: dict[str, Any], history: list, output: dict, ctx: Context) -> dict:
+    """The `chat` span draft of agent turn `t` (its times, pending turns and rest added by the caller)."""
+    model = turn.get("model") or (story.get("agent") or {}).get("model")
+    attrs: list[list[Any]] = [[ctx.spec.kind, "chat"], ["gen_ai.conversation.id", story["session"]]]
+    if model:
+        attrs.append(["gen_ai.request.model", model])
+    attrs += _usage(turn.get("metrics"), ctx.tables["usage"])
+    attrs += [["gen_ai.input.messages", history], ["gen_ai.output.messages", [output]]]
+    kind = ctx.tables["span_kinds"]["client"]
+    return _draft(["chat", document_id(story), str(t)], 0, f"chat {model}" if model else "chat", kind, 0, 0, attrs)
+
+
+def _tool(story: dict[str, Any], t: int, c: int, call: dict[str, Any], results: Any, ctx: Context) -> dict:
+    """The `execute_tool` span draft of call `c` of turn `t` (its result, when the turn has it)."""
+    tool = [[ctx.spec.kind, "execute_tool"], ["gen_ai.tool.name", call["fn"]], ["gen_ai.tool.call.id", call["tcid"]]]
+    tool.append(["gen_ai.tool.call.arguments", orjson.dumps(call["args"]).decode()])
+    if results is not None and call["tcid"] in results:
+        content = results[call["tcid"]]
+        tool.append(["gen_ai.tool.call.result", content])
+        if type(content) is not str:
+            tool.append([ctx.tables["ns"]["result_json"], True])
+    kind = ctx.tables["span_kinds"]["internal"]
+    return _draft(
+        ["execute_tool", document_id(story), str(t), str(c)], 0, f"execute_tool {call['fn']}", kind, 0, 0, tool
+    )
+
+
+def _root(story: dict[str, Any], trailing: list[dict[str, Any]], start: int, end: int, ctx: Context) -> dict:
+    """The `invoke_agent` span draft of a Storyline: its agent, and the document but its turns."""
+    ns, agent = ctx.tables["ns"], story.get("agent") or {}
+    name = agent.get("name") or agent.get("id")
+    attrs = [[ctx.spec.kind, ctx.spec.root], ["gen_ai.agent.id", agent.get("id")], ["gen_ai.agent.name", name]]
+    attrs.append(["gen_ai.conversation.id", story["session"]])
     if agent.get("model"):
         attrs.append(["gen_ai.request.model", agent["model"]])
     attrs.append([ns["document"], {k: v for k, v in story.items() if k != "turns"}])
+    if trailing:
+        attrs.append([ns["trailing"], trailing])
+    finished = _ns(story.get("finished_at"))
+    kind = ctx.tables["span_kinds"]["internal"]
+    return _draft(
+        ["invoke_agent", document_id(story)],
+        None,
+        f"invoke_agent {name}",
+        kind,
+        start,
+        finished if finished is not None else end,
+        attrs,
+    )
+
+
+def _agent_spans(
+    story: dict[str, Any], t: int, times: tuple[int, int], history: list, pending: list, drafts: list, ctx: Context
+) -> list[dict[str, Any]]:
+    """Agent turn `t`'s chat span and its calls' execute_tool spans (added to `drafts`), after the
+    `history` of messages and the `pending` turns it answers; the history after it."""
+    turn, ns = story["turns"][t], ctx.tables["ns"]
+    calls = [c for c in turn.get("tool_calls") or [] if type(c) is dict]
+    results = call_results(turn)
+    output = _output(turn, ns)
+    chat = _chat(story, t, turn, history, output, ctx)
+    chat["attributes"].append([ns["turn"], _rest(turn, calls, results)])
     if pending:
-        attrs.append([ns["trailing"], turns[len(turns) - len(pending) :]])
-    end = finished if finished is not None else last
-    root = _draft(["invoke_agent", ident], None, f"invoke_agent {agent_name}", kinds["internal"], base, end, attrs)
-    if "openinference" in t_:
+        chat["attributes"].append([ns["new_turns"], pending])
+    chat["start"], chat["end"] = times
+    drafts.append(chat)
+    history = [*history, output]  # a new list: the chat span's input stays as it is
+    for c, call in enumerate(calls):
+        tool = _tool(story, t, c, call, results, ctx)
+        tool["start"] = tool["end"] = times[1]
+        drafts.append(tool)
+        if results is not None and call["tcid"] in results:
+            part = {"type": "tool_call_response", "id": call["tcid"], "response": results[call["tcid"]]}
+            history.append({"role": "tool", "parts": [part]})
+    return history
+
+
+@register("otel_spans", 2)
+def otel_spans(story: dict[str, Any], ctx: Context) -> list[dict[str, Any]]:
+    """The span drafts of one Storyline (engine/spans.py): its `invoke_agent` span first."""
+    ns, turns = ctx.tables["ns"], story.get("turns") or []
+    base = last = _clock(story, turns)
+    drafts: list[dict[str, Any]] = []
+    history: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+    for t, turn in enumerate(turns):
+        start, end = _times(turn, t, base)
+        last = max(last, end)
+        if turn.get("src") != "agent":  # a message of the next chat span's input
+            role = ctx.tables["roles"].get(turn.get("src"), turn.get("src"))
+            history.append({"role": role, "parts": _parts(turn.get("msg"), ns)})
+            pending.append({k: v for k, v in turn.items() if k != "msg"})
+            continue
+        history = _agent_spans(story, t, (start, end), history, pending, drafts, ctx)
+        pending = []
+    root = _root(story, turns[len(turns) - len(pending) :] if pending else [], base, last, ctx)
+    if "openinference" in ctx.tables:
         for d in (root, *drafts):
-            d["attributes"] += _openinference(dict(d["attributes"]), t_["openinference"])
+            d["attributes"] += _openinference(dict(d["attributes"]), ctx.tables["openinference"], ctx.spec.kind)
     return [root, *drafts]
 
 
@@ -137,34 +193,38 @@ def _mime(value: Any) -> str:
         return "text/plain"
 
 
-def _openinference(attrs: dict[str, Any], oi: dict[str, Any]) -> list[list[Any]]:
+def _openinference(attrs: dict[str, Any], oi: dict[str, Any], kind: str) -> list[list[Any]]:
     """The OpenInference attributes (what Phoenix reads) a span's GenAI attributes say: its kind,
     copies, JSON input/output values, and messages flattened to `PREFIX.i.message.…` keys."""
-    out: list[list[Any]] = [["openinference.span.kind", oi["kinds"][attrs[OP]]]]
+    out: list[list[Any]] = [["openinference.span.kind", oi["kinds"][attrs[kind]]]]
     out += [[to, attrs[src]] for to, src in oi["copy"].items() if src in attrs]
     for to, src in oi["values"]:
         if src in attrs:
             value = attrs[src]
-            text = value if type(value) is str else orjson.dumps(value).decode()
-            out += [[to, text], [to.replace(".value", ".mime_type"), _mime(value)]]
+            out += [[to, _json_text(value)], [to.replace(".value", ".mime_type"), _mime(value)]]
     for prefix, src in oi["messages"].items():
         for i, message in enumerate(attrs.get(src) or []):
-            at = f"{prefix}.{i}.message"
-            out.append([f"{at}.role", message["role"]])
-            texts = [p["content"] for p in message["parts"] if p["type"] == "text"]
-            if texts:
-                out.append([f"{at}.content", "".join(texts)])
-            calls = [p for p in message["parts"] if p["type"] == "tool_call"]
-            for j, call in enumerate(calls):
-                out.append([f"{at}.tool_calls.{j}.tool_call.id", call["id"]])
-                out.append([f"{at}.tool_calls.{j}.tool_call.function.name", call["name"]])
-                out.append(
-                    [f"{at}.tool_calls.{j}.tool_call.function.arguments", orjson.dumps(call["arguments"]).decode()]
-                )
-            for part in (p for p in message["parts"] if p["type"] == "tool_call_response"):
-                out.append([f"{at}.tool_call_id", part["id"]])
-                response = part["response"]
-                out.append([f"{at}.content", response if type(response) is str else orjson.dumps(response).decode()])
+            out += _oi_message(f"{prefix}.{i}.message", message)
+    return out
+
+
+def _json_text(value: Any) -> str:
+    return value if type(value) is str else orjson.dumps(value).decode()
+
+
+def _oi_message(at: str, message: dict[str, Any]) -> list[list[Any]]:
+    """One GenAI message as OpenInference's flattened `AT.role`, `AT.content`, `AT.tool_calls.j.…` keys."""
+    out: list[list[Any]] = [[f"{at}.role", message["role"]]]
+    texts = [p["content"] for p in message["parts"] if p["type"] == "text"]
+    if texts:
+        out.append([f"{at}.content", "".join(texts)])
+    calls = [p for p in message["parts"] if p["type"] == "tool_call"]
+    for j, call in enumerate(calls):
+        call_at = f"{at}.tool_calls.{j}.tool_call"
+        out += [[f"{call_at}.id", call["id"]], [f"{call_at}.function.name", call["name"]]]
+        out.append([f"{call_at}.function.arguments", orjson.dumps(call["arguments"]).decode()])
+    for part in (p for p in message["parts"] if p["type"] == "tool_call_response"):
+        out += [[f"{at}.tool_call_id", part["id"]], [f"{at}.content", _json_text(part["response"])]]
     return out
 
 
@@ -208,106 +268,146 @@ def _messages(ctx: Context, span: Span, key: str) -> list[Any]:
     return [] if found is None else list(ctx.json(found, f"{span.at}/attributes", list))
 
 
+def _foreign_head(root: Span | None, key: str, ctx: Context) -> dict[str, Any]:
+    """A Storyline's top level from another instrumentation's `invoke_agent` span (None: none)."""
+    attrs = root.attrs if root is not None else {}
+    trace = root.raw[ctx.spec.trace_key].lower() if root is not None else key
+    name = attrs.get("gen_ai.agent.name")
+    story = {
+        "schema_version": "storyline/v1",
+        "origin": {"format": ctx.spec.name},
+        "session": attrs.get("gen_ai.conversation.id") or trace,
+        "agent": {"id": attrs.get("gen_ai.agent.id") or name or ctx.spec.name, **({"name": name} if name else {})},
+    }
+    if root is not None:
+        story.update(_span_times(root, ("started_at", "finished_at"), ctx))
+    return story
+
+
+def _span_times(span: Span, to: tuple[str, str], ctx: Context) -> dict[str, str]:
+    """A span's start and end times, as RFC 3339 at the keys `to` (a time not given: none)."""
+    keys = (ctx.spec.start_key, ctx.spec.end_key)
+    return {t: format_rfc3339(int(span.raw[k])) for k, t in zip(keys, to, strict=True) if span.raw.get(k)}
+
+
+def _responses(own: list[Span], ctx: Context) -> dict[Any, Any]:
+    """Tool results another instrumentation's chat spans repeat in their input, by call id."""
+    out: dict[Any, Any] = {}
+    for s in own:
+        if s.attrs.get(ctx.spec.kind) == "chat":
+            for m in _messages(ctx, s, "gen_ai.input.messages"):
+                if type(m) is dict and _tool_result_only(m):
+                    for part in m["parts"]:
+                        out.setdefault(part.get("id"), part.get("response"))
+    return out
+
+
+def _new_turns(s: Span, new: list[dict[str, Any]], count: int, ctx: Context) -> list[dict[str, Any]]:
+    """The turns of a chat span's new input messages (`count` turns before them), with what of them
+    `storyline.new_turns` keeps."""
+    ns = ctx.tables["ns"]
+    kept = ctx.json(s.attrs[ns["new_turns"]], f"{s.at}/attributes", list) if ns["new_turns"] in s.attrs else None
+    out = []
+    for n, message in enumerate(new):
+        msg = _text(message.get("parts") or [], ns)
+        if kept is not None and n < len(kept):
+            out.append({**kept[n], "msg": msg})
+        else:
+            src = ctx.tables["sources"].get(message.get("role"), message.get("role") or "user")
+            out.append({"id": count + len(out) + 1, "src": src, "msg": msg})
+    return out
+
+
+def _agent_turn(s: Span, count: int, ctx: Context) -> dict[str, Any]:
+    """A chat span's agent turn but its output: `storyline.turn`, else what its attributes say."""
+    a, ns = s.attrs, ctx.tables["ns"]
+    if ns["turn"] in a:
+        return dict(ctx.json(a[ns["turn"]], f"{s.at}/attributes", dict))
+    turn: dict[str, Any] = {"id": count + 1, "src": "agent", **_span_times(s, ("ts", "finished_at"), ctx)}
+    if a.get("gen_ai.request.model"):
+        turn["model"] = a["gen_ai.request.model"]
+    usage = {to: a[k] for k, to in ctx.tables["read_usage"].items() if type(a.get(k)) is int}
+    if usage:
+        turn["metrics"] = usage
+    return turn
+
+
+def _read_calls(turn: dict[str, Any], calls: list[dict], s: Span, found: dict, ctx: Context) -> None:
+    """An agent turn's tool calls from its output's parts, and their results: an execute_tool span's
+    (`found["tools"]`, taken), else one a later chat span's input repeats (`found["responses"]`)."""
+    extra = turn.get("tool_calls") or [{} for _ in calls]
+    turn["tool_calls"] = [
+        {**x, "tcid": p.get("id"), "fn": p.get("name"), "args": p.get("arguments")}
+        for p, x in zip(calls, extra, strict=False)
+    ]
+    results = []
+    for p in calls:
+        tool = found["tools"].pop(p.get("id"), None)
+        if tool is not None and "gen_ai.tool.call.result" in tool.attrs:
+            content = tool.attrs["gen_ai.tool.call.result"]
+            if tool.attrs.get(ctx.tables["ns"]["result_json"]):
+                content = ctx.json(content, f"{s.at}/attributes")
+            results.append({"source_call_id": p.get("id"), "content": content})
+        elif p.get("id") in found["responses"]:
+            results.append({"source_call_id": p.get("id"), "content": found["responses"][p.get("id")]})
+    if results:
+        turn["observation"] = {"results": results}
+
+
+def _output_turn(s: Span, count: int, found: dict, ctx: Context) -> dict[str, Any]:
+    """The agent turn of a chat span: its output message's text, reasoning and tool calls."""
+    outputs = _messages(ctx, s, "gen_ai.output.messages")
+    output = outputs[0] if outputs and type(outputs[0]) is dict else {"parts": []}
+    parts = [p for p in output.get("parts") or [] if type(p) is dict]
+    turn = _agent_turn(s, count, ctx)
+    turn["msg"] = _text(output.get("parts") or [], ctx.tables["ns"])
+    reasoning = [p for p in parts if p.get("type") == "reasoning"]
+    if reasoning:
+        turn["reason"] = reasoning[0].get("content")
+    calls = [p for p in parts if p.get("type") == "tool_call"]
+    if calls or "tool_calls" in turn:
+        _read_calls(turn, calls, s, found, ctx)
+    return turn
+
+
+def _parent(root: Span, roots: list[Span], ctx: Context) -> dict[str, Any] | None:
+    """The parent link of a foreign `invoke_agent` span under another one (None: a top one)."""
+    spec = ctx.spec
+    parent = (root.raw.get(spec.parent_key) or "").lower()
+    for p in reversed(roots):  # a span id repeated: the last one's (as the ids' index reads it)
+        if p.raw[spec.span_key].lower() == parent:
+            return {"psid": p.attrs.get("gen_ai.conversation.id") or p.raw[spec.trace_key].lower()}
+    return None
+
+
 @register("otel_story", 5)
 def otel_story(
     root: Span | None, own: list[Span], roots: list[Span], ctx: Context, key: str
 ) -> tuple[dict[str, Any], bool]:
     """The Storyline of one `invoke_agent` span (None: a trace without one, `key` its id) from
     its spans in start order, and whether the trace carried it whole (mapc wrote it)."""
-    t_ = ctx.tables
-    ns = t_["ns"]
-    attrs = root.attrs if root is not None else {}
-    at = root.at if root is not None else ""
+    ns = ctx.tables["ns"]
+    attrs, at = (root.attrs, root.at) if root is not None else ({}, "")
     foreign = ns["document"] not in attrs
-    if not foreign:
+    if foreign:
+        story = _foreign_head(root, key, ctx)
+    else:  # mapc's own spans, in the order it wrote them (turns need not be in time order)
         story = ctx.json(attrs[ns["document"]], f"{at}/attributes", dict)
-    else:
-        trace = root.raw["traceId"].lower() if root is not None else key
-        story = {
-            "schema_version": "storyline/v1",
-            "origin": {"format": ctx.spec.name},
-            "session": attrs.get("gen_ai.conversation.id") or trace,
-            "agent": {
-                "id": attrs.get("gen_ai.agent.id") or attrs.get("gen_ai.agent.name") or ctx.spec.name,
-                **({"name": attrs["gen_ai.agent.name"]} if attrs.get("gen_ai.agent.name") else {}),
-            },
-        }
-        if root is not None:
-            for k, to in (("startTimeUnixNano", "started_at"), ("endTimeUnixNano", "finished_at")):
-                if root.raw.get(k):
-                    story[to] = format_rfc3339(int(root.raw[k]))
+        own = sorted(own, key=lambda s: s.n)
+    tools = {s.attrs.get("gen_ai.tool.call.id"): s for s in own if s.attrs.get(ctx.spec.kind) == "execute_tool"}
+    found = {"tools": tools, "responses": _responses(own, ctx) if foreign else {}}
     turns: list[dict[str, Any]] = []
-    tools: dict[Any, Span] = {}
-    responses: dict[Any, Any] = {}  # tool results a later chat span's input repeats, by call id
-    for s in own:
-        if s.attrs.get(OP) == "execute_tool":
-            tools[s.attrs.get("gen_ai.tool.call.id")] = s
-        elif s.attrs.get(OP) == "chat" and foreign:
-            for m in _messages(ctx, s, "gen_ai.input.messages"):
-                if type(m) is dict and _tool_result_only(m):
-                    for part in m["parts"]:
-                        responses.setdefault(part.get("id"), part.get("response"))
     seen_inputs = 0
-    for s in own:
-        a = s.attrs
-        if a.get(OP) != "chat":
-            continue
+    for s in (s for s in own if s.attrs.get(ctx.spec.kind) == "chat"):
         inputs = _messages(ctx, s, "gen_ai.input.messages")
-        outputs = _messages(ctx, s, "gen_ai.output.messages")
         new = [m for m in inputs[seen_inputs:] if type(m) is dict and not _tool_result_only(m)]
-        residuals = ctx.json(a[ns["new_turns"]], f"{s.at}/attributes", list) if ns["new_turns"] in a else None
-        for n, message in enumerate(new):
-            msg = _text(message.get("parts") or [], ns)
-            if residuals is not None and n < len(residuals):
-                turns.append({**residuals[n], "msg": msg})
-            else:
-                src = t_["sources"].get(message.get("role"), message.get("role") or "user")
-                turns.append({"id": len(turns) + 1, "src": src, "msg": msg})
-        seen_inputs = len(inputs) + 1
-        output = outputs[0] if outputs and type(outputs[0]) is dict else {"parts": []}
-        parts = output.get("parts") or []
-        if ns["turn"] in a:
-            turn = dict(ctx.json(a[ns["turn"]], f"{s.at}/attributes", dict))
-        else:
-            turn = {"id": len(turns) + 1, "src": "agent"}
-            for k, to in (("startTimeUnixNano", "ts"), ("endTimeUnixNano", "finished_at")):
-                if s.raw.get(k):
-                    turn[to] = format_rfc3339(int(s.raw[k]))
-            if a.get("gen_ai.request.model"):
-                turn["model"] = a["gen_ai.request.model"]
-            usage = {to: a[k] for k, to in t_["read_usage"].items() if type(a.get(k)) is int}
-            if usage:
-                turn["metrics"] = usage
-        turn["msg"] = _text(parts, ns)
-        reasoning = [p for p in parts if type(p) is dict and p.get("type") == "reasoning"]
-        if reasoning:
-            turn["reason"] = reasoning[0].get("content")
-        calls = [p for p in parts if type(p) is dict and p.get("type") == "tool_call"]
-        if calls or "tool_calls" in turn:
-            extra = turn.get("tool_calls") or [{} for _ in calls]
-            turn["tool_calls"] = [
-                {**x, "tcid": p.get("id"), "fn": p.get("name"), "args": p.get("arguments")}
-                for p, x in zip(calls, extra, strict=False)
-            ]
-            results = []
-            for p in calls:
-                tool = tools.pop(p.get("id"), None)
-                if tool is not None and "gen_ai.tool.call.result" in tool.attrs:
-                    content = tool.attrs["gen_ai.tool.call.result"]
-                    if tool.attrs.get(ns["result_json"]):
-                        content = ctx.json(content, f"{s.at}/attributes")
-                    results.append({"source_call_id": p.get("id"), "content": content})
-                elif foreign and p.get("id") in responses:
-                    results.append({"source_call_id": p.get("id"), "content": responses[p.get("id")]})
-            if results:
-                turn["observation"] = {"results": results}
-        turns.append(turn)
+        turns += _new_turns(s, new, len(turns), ctx)
+        seen_inputs = len(inputs) + 1  # the history it repeats, and this span's own output
+        turns.append(_output_turn(s, len(turns), found, ctx))
     if ns["trailing"] in attrs:
         turns += ctx.json(attrs[ns["trailing"]], f"{at}/attributes", list)
     story["turns"] = turns
-    if foreign and root is not None:
-        parent = (root.raw.get("parentSpanId") or "").lower()
-        for p in roots:
-            if p.raw["spanId"].lower() == parent:
-                story["parent"] = {"psid": p.attrs.get("gen_ai.conversation.id") or p.raw["traceId"].lower()}
+    parent = _parent(root, roots, ctx) if foreign and root is not None else None
+    if parent is not None:
+        story["parent"] = parent
     return story, not foreign

@@ -147,3 +147,36 @@ def test_explain_actf(runner, tmp_path):
     result = runner.invoke(cli, ["explain", "actf", str(story), "/turns/0/tool_calls/0/tcid"])
     assert result.exit_code == 0, result.output
     assert "actf_tool_id(/attempts/1/trajectory/steps/0/tools/0/id" in result.output
+
+
+def test_lint_and_table_of_the_span_tree_specs(runner):
+    # span-tree specs (mappings/traces/, engine/spans.py) are linted and tabled like mapping specs
+    for fmt in ("otel-genai", "otel-openinference"):
+        result = runner.invoke(cli, ["spec", "lint", fmt])
+        assert (result.exit_code, result.output) == (0, f"mappings/traces/{fmt}.yaml: no problems\n")
+        table = runner.invoke(cli, ["spec", "table", fmt])
+        assert table.exit_code == 0, table.output
+        assert "| `gen_ai.tool.call.id` | `/turns/{t}/tool_calls/{c}/tcid` |" in table.output.splitlines()
+
+
+def test_lint_a_broken_span_tree_spec_at_its_line_and_pointer(runner, tmp_path):
+    from mapc.engine import catalog
+
+    text = catalog.installed().trace_spec_text("otel-genai")
+    assert "trace_bytes: 16" in text and "read: otel_story" in text
+    path = tmp_path / "broken.yaml"
+    path.write_text(text.replace("trace_bytes: 16", 'trace_bytes: "16"').replace("read: otel_story", "read: nope"))
+    result = runner.invoke(cli, ["spec", "lint", str(path), "--json"])
+    assert result.exit_code == 1
+    # the shape first: a function name is looked up only in a spec of the right shape
+    assert [(p["code"], p["pointer"]) for p in json.loads(result.output)] == [
+        ("spec.schema", "/document/spans/ids/trace_bytes")
+    ]
+    table = runner.invoke(cli, ["spec", "table", str(path)])
+    assert table.exit_code == 1 and "Traceback" not in table.output
+    assert "/document/spans/ids/trace_bytes: expected integer" in table.output
+    path.write_text(text.replace("read: otel_story", "read: nope"))
+    result = runner.invoke(cli, ["spec", "lint", str(path)])
+    assert result.exit_code == 1
+    line = next(n for n, t in enumerate(text.splitlines(), 1) if "read: otel_story" in t)
+    assert result.output.startswith(f"{path}:{line}:") and "[spec.unknown_function]" in result.output

@@ -130,3 +130,74 @@ def test_its_ids_and_root_are_checked_with_its_codes() -> None:
     with pytest.raises(MapcError) as none:
         spans.decode(SPANS, orjson.dumps(doc))
     assert none.value.problems[0].code == "toy.no_run"
+
+
+def _without(data: Any, *path: str) -> Any:
+    out = json.loads(json.dumps(data))
+    node = out
+    for key in path[:-1]:
+        node = node[key]
+    del node[path[-1]]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("broken", "want"),
+    [
+        (_without(SPEC, "document", "spans", "ids", "trace"), [("spec.schema", "/document/spans/ids")]),
+        (_without(SPEC, "document", "spans"), [("spec.schema", "/document")]),
+        (
+            {**SPEC, "document": {"spans": {**SPEC["document"]["spans"], "nest": "batches"}}},
+            [("spec.schema", "/document/spans/nest")],
+        ),
+        (
+            {
+                **SPEC,
+                "document": {
+                    "spans": {
+                        **SPEC["document"]["spans"],
+                        "ids": {**SPEC["document"]["spans"]["ids"], "span_bytes": "2"},
+                    }
+                },
+            },
+            [("spec.schema", "/document/spans/ids/span_bytes")],
+        ),
+        (
+            {**SPEC, "document": {"spans": {**SPEC["document"]["spans"], "read": "no_such_reader"}}},
+            [("spec.unknown_function", "/document/spans/read")],
+        ),
+        ({**SPEC, "extra": 1}, [("spec.schema", "/extra")]),
+        ("not a spec", [("spec.schema", "")]),
+    ],
+)
+def test_a_malformed_spec_is_refused_at_its_pointer_never_a_key_error(broken: Any, want: list[Any]) -> None:
+    with pytest.raises(MapcError) as bad:
+        spans.parse(broken, {})
+    assert [(p.code, p.pointer) for p in bad.value.problems] == want
+
+
+def test_a_table_lists_each_attribute_and_its_storyline_pointers() -> None:
+    table = {
+        **SPEC["document"]["spans"],
+        "table": {"op": "(the kind)", "who": "/turns/{t}/src", "text": "/turns/{t}/msg /x"},
+    }
+    text = spans.markdown(spans.parse({**SPEC, "document": {"spans": table}}, {}))
+    assert "| `who` | `/turns/{t}/src` |" in text
+    assert "| `text` | `/turns/{t}/msg`, `/x` |" in text
+    assert "| `op` | (the kind) |" in text
+
+
+def test_the_tables_are_checked_against_the_schema_the_spec_names() -> None:
+    # what the functions read in `tables` is checked before they run (here the otel-genai tables'
+    # schema, against tables that lack what otel_spans reads)
+    named = {**SPEC, "document": {"spans": {**SPEC["document"]["spans"], "tables_schema": "otel-genai-tables"}}}
+    with pytest.raises(MapcError) as bad:
+        spans.parse({**named, "tables": {"ns": {}}}, {"ns": {}})
+    found = {(p.code, p.pointer) for p in bad.value.problems}
+    assert ("spec.schema", "/tables/ns") in found and ("spec.schema", "/tables") in found
+    unknown = {**SPEC, "document": {"spans": {**SPEC["document"]["spans"], "tables_schema": "no-such-tables"}}}
+    with pytest.raises(MapcError) as none:
+        spans.parse(unknown, {})
+    assert [(p.code, p.pointer) for p in none.value.problems] == [
+        ("spec.unknown_schema", "/document/spans/tables_schema")
+    ]

@@ -158,7 +158,10 @@ def test_a_to_b_to_storyline_keeps_what_b_can_say(path: Path, b: str) -> None:
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(atif_documents(), st.sampled_from(["actf", "openai-msg", "storyline", "agenticmd"]))
+@given(
+    atif_documents(),
+    st.sampled_from(["actf", "openai-msg", "storyline", "agenticmd", "otel-genai", "otel-openinference"]),
+)
 def test_generated_atif_with_unknown_keys_survives_every_hop(doc: Any, b: str) -> None:
     try:
         direct, back, _, _ = through("atif", b, orjson.dumps(doc))
@@ -195,7 +198,7 @@ def has_row(story: dict[str, Any]) -> bool:
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(corpora(), st.sampled_from(["atif", "actf", "storyline"]))
+@given(corpora(), st.sampled_from(["atif", "actf", "storyline", "otel-genai", "otel-openinference"]))
 def test_generated_openai_corpora_survive_every_hop(pair: Any, b: str) -> None:
     canonical, _ = pair
     try:

@@ -27,12 +27,15 @@ from mapc.engine import convert, loss
 from mapc.engine.problems import MapcError
 from mapc.engine.values import json_equal
 
-TARGETS = ["atif", "actf", "openai-msg", "storyline", "agenticmd"]
+TARGETS = ["atif", "actf", "openai-msg", "storyline", "agenticmd", "otel-genai", "otel-openinference"]
 SLOW = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SLOW
-@given(actf_documents(max_attempts=2, max_steps=3), st.sampled_from(["atif", "openai-msg", "storyline", "agenticmd"]))
+@given(
+    actf_documents(max_attempts=2, max_steps=3),
+    st.sampled_from(["atif", "openai-msg", "storyline", "agenticmd", "otel-genai", "otel-openinference"]),
+)
 def test_generated_actf_survives_every_hop(doc: Any, b: str) -> None:
     try:
         direct, back, _, _ = through("actf", b, orjson.dumps(doc))
@@ -86,7 +89,10 @@ def test_exact_is_reported_exactly_when_the_bare_way_back_gives_the_document(dra
 
 
 @SLOW
-@given(storyline_documents(), st.sampled_from(["atif", "actf", "openai-msg", "agenticmd"]))
+@given(
+    storyline_documents(),
+    st.sampled_from(["atif", "actf", "openai-msg", "agenticmd", "otel-genai", "otel-openinference"]),
+)
 def test_what_a_storyline_loses_through_b_is_reported_as_lost(story: Any, b: str) -> None:
     story = {k: v for k, v in story.items() if k != "origin"}  # the hub's own: nothing to carry home
     try:

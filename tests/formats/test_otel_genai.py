@@ -245,3 +245,45 @@ def test_export_from_a_dataset_writes_an_otlp_request(runner: Any, tmp_path: Pat
     assert "redacted" in result.stderr
     back = mapc.into_storyline("otel-genai", out.read_bytes())
     assert plain(mapc.from_storyline("atif", back)) == plain(mapc.convert("atif", "atif", source.read_bytes()))
+
+
+@pytest.mark.parametrize("fmt", ["otel-genai", "otel-openinference"])
+def test_the_spec_table_names_every_attribute_the_spans_carry(fmt: str) -> None:
+    # `mapc spec table` prints the spec's `table`: it cannot drift from what the writer writes
+    import yaml
+
+    from mapc.engine import catalog
+
+    table = yaml.safe_load(catalog.installed().trace_spec_text(fmt))["document"]["spans"]["table"]
+    stories = [
+        s for p in sorted((FIXTURES / "atif").glob("*.json")) for s in mapc.into_storyline("atif", p.read_bytes())
+    ]
+    written = json.loads(mapc.from_storyline(fmt, stories))
+    keys = {
+        a["key"]
+        for r in written["resourceSpans"]
+        for s in r["scopeSpans"]
+        for sp in s["spans"]
+        for a in sp["attributes"]
+    }
+    flattened = {k.split("{i}")[0] for k in table if "{i}" in k}  # PREFIX.{i}.message.*: every message's keys
+    missing = {k for k in keys if k not in table and not any(k.startswith(p) for p in flattened)}
+    assert len(keys) > 10 and not missing, missing
+
+
+@pytest.mark.parametrize("fmt", ["otel-genai", "otel-openinference"])
+def test_turns_out_of_time_order_come_back_in_their_order(fmt: str) -> None:
+    # a later turn stamped earlier (clocks of two hosts, an ACTF step's own times): read back in the
+    # order mapc wrote the spans, not by start time
+    story = {
+        "schema_version": "storyline/v1",
+        "session": "s",
+        "agent": {"id": "a"},
+        "turns": [
+            {"id": 1, "src": "agent", "msg": "first", "ts": "2000-01-07T02:00:00Z"},
+            {"id": 2, "src": "agent", "msg": "second", "ts": "2000-01-07T00:00:00Z"},
+        ],
+    }
+    (back,) = mapc.into_storyline(fmt, mapc.from_storyline(fmt, [story]).encode())
+    assert [t["msg"] for t in back["turns"]] == ["first", "second"]
+    assert {k: v for k, v in back.items() if k != "origin"} == story
