@@ -26,15 +26,7 @@ def atif_turn_kind(source: Any, tool_calls: Any) -> Any:
 
 # --- ACTF v1.0 (docs/formats.md) ---------------------------------------------------------------
 
-# A step's metric, written back: each known key that is missing is read from its fallback key, else defaulted.
-_ACTF_METRIC_FALLBACKS = (
-    ("prompt_tokens_len", "prompt_tokens", 0),
-    ("completion_tokens_len", "completion_tokens", 0),
-    ("llm_infer_ms", "total_latency_ms", None),  # None: the turn's latency_ms
-    ("env_action_ms", None, None),
-    ("stop_reason", "finish_reason", None),
-)
-_EPOCH_TEXT = "1970-01-01 00:00:00+00:00"
+_ACTF_METRIC_KEYS = ("prompt_tokens_len", "completion_tokens_len", "llm_infer_ms", "env_action_ms", "stop_reason")
 
 
 @register("actf_member_key", 4)
@@ -87,39 +79,10 @@ def actf_tool_id_back(tcid: Any, step_id: Any, index: Any) -> Any:
 @register("actf_args_home", 2)
 def actf_args_home(args: Any, tool: Any) -> Any:
     """Where a tool's arguments are written back: ``command`` for a command execution, else ``input``."""
-    if (
-        type(tool) is dict
-        and tool.get("type") == "command_execution"
-        and type(args) is dict
-        and list(args) == ["command"]
-    ):
+    command = type(tool) is dict and tool.get("type") == "command_execution"
+    if command and type(args) is dict and list(args) == ["command"]:
         return ("command", args["command"])
     return ("input", args)
-
-
-@register("actf_metric_back", 2)
-def actf_metric_back(metrics: Any, latency_ms: Any) -> Any:
-    """A step's ``metric`` from a turn: its metrics with the five known keys filled when missing."""
-    out = dict(metrics) if type(metrics) is dict else {}
-    latency = None if latency_ms is MISSING else latency_ms
-    # Each fallback is not one of the five keys, so filling them in turn is filling them at once.
-    for key, fallback, default in _ACTF_METRIC_FALLBACKS:
-        out.setdefault(key, out.get(fallback, latency if key == "llm_infer_ms" else default))
-    return out
-
-
-@register("actf_final_metrics", 5)
-def actf_final_metrics(task_correct: Any, correct: Any, score: Any, status: Any, max_score: Any) -> Any:
-    """``final_metrics``: analysis_result (set by its own row), correct, score, status, task_correct,
-    and max_score when it is not empty."""
-    score = None if score is MISSING else score
-    status = status if type(status) is str else ""
-    out = dict(
-        analysis_result=None, correct=correct is True, score=score, status=status, task_correct=task_correct is True
-    )
-    if max_score not in (MISSING, None, "", {}, []):
-        out["max_score"] = max_score
-    return out
 
 
 def _prompt_pair(system: Any, user: Any) -> dict[str, str]:
@@ -250,12 +213,7 @@ def actf_event_log(events: Any) -> Any:
             user = ""
         elif role == "toolResult" and steps:
             text, ref = _blocks_text(blocks, "text"), message.get("toolCallId")
-            result = {
-                "type": "tool_result",
-                "tool_use_id": ref,
-                "content": text,
-                "is_error": bool(message.get("isError")),
-            }
+            result = dict(type="tool_result", tool_use_id=ref, content=text, is_error=bool(message.get("isError")))
             steps[-1]["observation"].append(result)
             for tool in steps[-1]["tools"] + steps[-1]["assistant_content"]["tool_calls"]:
                 if tool.get("id") == ref:
@@ -270,12 +228,12 @@ def _event_step(step_id: int, event: dict[str, Any], blocks: Any, user: str) -> 
         {"type": "tool_use", "id": b.get("id", ""), "name": b.get("name", ""), "input": b.get("arguments", {})}
         for b in _blocks(blocks, "toolCall")
     ]
-    stamp = event.get("timestamp") if type(event.get("timestamp")) is str else _EPOCH_TEXT
+    stamp = event.get("timestamp") if type(event.get("timestamp")) is str else "1970-01-01 00:00:00+00:00"
     content = {"content": _blocks_text(blocks, "text"), "reasoning_content": _blocks_text(blocks, "thinking")}
     return {
         "step_id": step_id,
         "assistant_content": {**content, "tool_calls": calls},
-        "metric": dict.fromkeys(k for k, _, _ in _ACTF_METRIC_FALLBACKS),
+        "metric": dict.fromkeys(_ACTF_METRIC_KEYS),
         "system_prompt": "",
         "user_content": user,
         "tools": [dict(c) for c in calls],
