@@ -306,6 +306,11 @@ class _CountTrees(Mapping[str, "Tree"]):
             raise KeyError(source)
         return tree
 
+    def get(self, source: str, default: Any = None) -> Any:
+        """`Mapping.get` without the KeyError round trip: the hub's check asks once per Storyline."""
+        tree = self._catalog.tree_of(source)
+        return default if tree is None else tree
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._catalog.all_count_trees())
 

@@ -96,6 +96,14 @@ def repeats(data: bytes | str, doc: Any) -> bool:
     """Whether JSON text `data` (parsed into `doc`) repeats a key in an object: a string holding such
     JSON is kept as the string it is, not read as the JSON that would lose a value.  (Whatever a
     job's `allow_duplicate_keys`: keeping the string loses nothing, decoding it would.)"""
+    if type(doc) is dict:
+        # The usual tool-call arguments, a flat object: every key written is followed by a colon, so
+        # as many keys kept as colons in the text means none was dropped (no scan needed).
+        colons = data.count(b":") if isinstance(data, bytes) else data.count(":")
+        if len(doc) == colons and all(type(v) is not dict and type(v) is not list for v in doc.values()):
+            return False
+    elif type(doc) is not list:
+        return False  # a scalar holds no object
     return bool(problems_of(data, doc))
 
 

@@ -99,20 +99,48 @@ def _with(obj: dict[str, Any], tokens: Tokens, value: Any) -> dict[str, Any]:
     return out
 
 
+def _put(obj: dict[str, Any], tokens: Tokens, value: Any, made: set[int]) -> None:
+    """`_with` in place, for an object being built: the objects on the way that are not in `made`
+    (the ids of those this build made, alive in `obj`) are copied first, so no value is changed."""
+    for t in tokens[:-1]:
+        inner = obj.get(t)
+        if type(inner) is not dict or id(inner) not in made:
+            inner = dict(inner) if type(inner) is dict else {}
+            made.add(id(inner))
+        obj[t] = inner
+        obj = inner
+    obj[tokens[-1]] = value
+
+
+_PLAIN = (str, int, bool, type(None))  # `==` is JSON equality when the types are the same
+
+
 def _matches(f: Fold, elem: Any) -> bool:
-    return type(elem) is dict and all(json_equal(_get(elem, p), v) for p, v in f.where)
+    if type(elem) is not dict:
+        return False
+    for p, v in f.where:
+        got = elem.get(p[0], MISSING) if len(p) == 1 else _get(elem, p)
+        if type(v) in _PLAIN:  # the usual `where` (a role name): no call per element
+            if type(got) is not type(v) or got != v:
+                return False
+        elif not json_equal(got, v):
+            return False
+    return True
 
 
 def fold(folds: tuple[Fold, ...], story: dict[str, Any]) -> dict[str, Any]:
     """`story` with every fold applied (the same object when nothing folds)."""
     for f in folds:
         items = _get(story, f.array)
-        if type(items) is not list or not any(_matches(f, e) for e in items):
+        if type(items) is not list:
+            continue
+        matched = [_matches(f, e) for e in items]
+        if True not in matched:
             continue
         out: list[Any] = []
         owned: dict[int, list[Any]] = {}  # id(element) -> the `into` list this fold made for it
         for n, elem in enumerate(items):
-            if not _matches(f, elem):
+            if not matched[n]:
                 out.append(elem)
                 continue
             if not out:
@@ -148,11 +176,12 @@ def unfold(folds: tuple[Fold, ...], story: dict[str, Any]) -> dict[str, Any]:
             out.append(_without(elem, f.into))
             for item in inner:
                 new: dict[str, Any] = {}
+                made: set[int] = set()
                 for p, v in f.where:
-                    new = _with(new, p, v)
+                    _put(new, p, v, made)
                 for k, p in f.take:
                     if k in item:
-                        new = _with(new, p, item[k])
+                        _put(new, p, item[k], made)
                 out.append(new)
         if changed:
             story = _with(story, f.array, out)

@@ -6,6 +6,7 @@ re-parsing text on every access.  `~1` is decoded before `~0`, so ``/~01`` names
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -44,7 +45,21 @@ def is_valid(text: str) -> bool:
 
 
 def parse(text: str) -> Tokens:
-    """Parse pointer text into its unescaped tokens (``""`` → ``()``)."""
+    """Parse pointer text into its unescaped tokens (``""`` → ``()``).
+
+    Short pointers are cached: a reverse parses every residual's pointer, and a corpus repeats them
+    line after line (a long one, which input may hold, is not kept alive by the cache)."""
+    if type(text) is str and len(text) <= 200:
+        return _parse_short(text)
+    return _parse(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_short(text: str) -> Tokens:
+    return _parse(text)
+
+
+def _parse(text: str) -> Tokens:
     if not is_valid(text):
         raise PointerSyntaxError(f"not an RFC 6901 JSON Pointer: {text!r}")
     if text == "":

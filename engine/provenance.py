@@ -21,9 +21,9 @@ from typing import Any
 import orjson
 
 from mapc.engine import envelope, pointer, run
-from mapc.engine.program import Program
 from mapc.engine.mapped import Rebuilt
 from mapc.engine.problems import MapcError
+from mapc.engine.program import Program
 from mapc.engine.values import MISSING, json_equal
 
 Export = Callable[[str, list[dict[str, Any]]], Any]

@@ -98,6 +98,9 @@ def test_both_checks_say_what_a_parse_with_every_pair_says(text: str) -> None:
     assert duplicates.native_problems(text) == (expected if duplicates.native else None)
     assert duplicates.problems_of(text, doc) == expected
     assert duplicates.problems_of(text.encode(), doc) == expected
+    # `repeats` (a tool call's arguments) answers flat objects by counting colons: the same answer.
+    assert duplicates.repeats(text, doc) is bool(expected)
+    assert duplicates.repeats(text.encode(), doc) is bool(expected)
 
 
 @LAW

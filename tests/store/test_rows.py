@@ -25,8 +25,11 @@ FIXTURE_FILES = sorted(
     for path in sorted(fmt.iterdir())
     # legacy-*: a file mapc must refuse (tests/formats/test_agenticmd.py); a directory (a Claude Code
     # session's subagents) is read with the session file beside it, not alone; a README says where the
-    # fixtures come from
-    if not path.name.startswith("legacy-") and path.is_file() and (path.name != "README.md" or fmt.name == "agenticmd")
+    # fixtures come from; a .py is the script that wrote a fixture
+    if not path.name.startswith("legacy-")
+    and path.is_file()
+    and path.suffix != ".py"
+    and (path.name != "README.md" or fmt.name == "agenticmd")
 )
 
 
