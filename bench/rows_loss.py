@@ -1,9 +1,10 @@
 """What the loss report costs (issue 15 §4): a conversion as `mapc convert` did it before (parse,
 map, export with the envelope), the same with the report (engine/loss.py: the envelope's entries,
 and the output read back as the target to see what it says natively), and with `--no-envelope`
-(the report, then the envelope taken out), and what `mapc convert` adds for ATIF (Harbor's rules,
-mappings/atif_harbor.py).  Rows of one conversion share a baseline: an exact one
-(ATIF → Storyline) and one that carries values (ACTF → ATIF).
+(the report, then the envelope taken out), the report as it was made before it reused what the
+conversion had already read (the output read back as the target once more), and what
+`mapc convert` adds for ATIF (Harbor's rules, mappings/atif_harbor.py).  Rows of one conversion
+share a baseline: an exact one (ATIF → Storyline) and one that carries values (ACTF → ATIF).
 
     .venv/bin/python bench/run.py --only loss --mb 5 --repeat 3
 """
@@ -27,6 +28,20 @@ for _source, _target in (("atif", "storyline"), ("actf", "atif")):
         def work() -> None:
             stories = convert.into_storyline(source, sample.data)
             convert.from_storyline_reported(target, stories, from_format=source)
+
+        return work
+
+    @bench(f"{_source} → {_target}, the report reading the output again", group="loss", data=_source, baseline=_base)
+    def _reread(sample: Sample, source: str = _source, target: str = _target) -> Work:
+        # How the report was made before it reused what the conversion had read (engine/convert.py
+        # `_known_reading`): the output serialized and read back as the target once more.
+        def work() -> None:
+            known, convert._known_reading = convert._known_reading, lambda *a: None
+            try:
+                stories = convert.into_storyline(source, sample.data)
+                convert.from_storyline_reported(target, stories, from_format=source)
+            finally:
+                convert._known_reading = known
 
         return work
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
-from mapc.engine import catalog, envelope, functions, pointer, run, storyline
+from mapc.engine import catalog, envelope, functions, known, pointer, run, storyline
 from mapc.engine.checks import iter_check_problems
 from mapc.engine.limits import Limits
 from mapc.engine.mapped import Mapped, Rebuilt
@@ -23,9 +23,10 @@ from mapc.engine.prepare import prepare
 from mapc.engine.problems import MapcError, Problem, in_document_order
 from mapc.engine.schema import compiled_validator
 from mapc.engine.template import Template, parse_template
+from mapc.engine.values import json_equal
 
 if TYPE_CHECKING:
-    from mapc.engine import codecs, loss
+    from mapc.engine import codecs, loss, provenance
     from mapc.engine.program import Program
     from mapc.engine.redact import Redactor
 
@@ -161,8 +162,12 @@ def forward_unit(
         problems = envelope.attach(carried, {c: m.story for m in mapped for c in m.carriers}, program.spec.source)
         if problems:
             raise MapcError(problems)
+        # What the format defines but no Storyline field says is provenance, not unknown (engine/known.py).
+        split = [known.split(m.story, program) for m in mapped]
+        moved = any(s is not m.story for s, m in zip(split, mapped, strict=True))
+        mapped = [m if s is m.story else Mapped(s, m.carrier, m.also) for m, s in zip(mapped, split, strict=True)]
         stories = [m.story for m in mapped]
-        if carried or program.spec.rows is not None or program.spec.stream is not None:
+        if carried or moved or program.spec.rows is not None or program.spec.stream is not None:
             for story in stories:
                 _recount(story)
         problems = [_output_problem(m.carrier, p) for m in mapped for p in storyline.check(m.story)]
@@ -275,12 +280,16 @@ def _over_limits(stories: list[dict[str, Any]], prefix: bool, options: Options =
 
 
 @_bounded_depth
-def from_storyline(fmt: str, stories: list[dict[str, Any]], *, carry: bool = True) -> Any:
+def from_storyline(
+    fmt: str, stories: list[dict[str, Any]], *, carry: bool = True, hops: list[Hop] | None = None
+) -> Any:
     """The document of format `fmt` for `stories`: one object, or an array for several roots (a
     codec's format: its text, a str).
 
     With `carry`, what `fmt` cannot say about the documents the Storylines came from travels in
-    its `_storyline` envelope, so converting back gives those documents whole (engine/provenance.py)."""
+    its `_storyline` envelope, so converting back gives those documents whole (engine/provenance.py).
+    With `hops` (a list), every hop that tried is appended to it: the loss report reuses its
+    reading of `fmt` rather than reading the output again."""
     if not stories:
         raise MapcError.single("input.empty", "", "no Storyline to export")
     problems = storyline.check_all(stories, prefix=len(stories) > 1)
@@ -296,13 +305,16 @@ def from_storyline(fmt: str, stories: list[dict[str, Any]], *, carry: bool = Tru
         return codec.encode(stories)  # text (str), not a JSON value
     program = program_for(fmt)
     if carry:
-        # Only the formats the Storylines say they came from can rebuild their documents: a Storyline
-        # of `fmt` itself (or of no shipped format) needs no other spec compiled.
-        origins = {origin for s in stories if (origin := _origin_name(s)) is not None} - {program.spec.name}
-        programs = {name: catalog.program(name) for name in sorted(origins) if name in catalog.shipped_names()}
+        # Only the formats the Storylines say they came from, or hold residuals of, can rebuild their
+        # documents: a Storyline of `fmt` itself (or of no shipped format) needs no other spec compiled.
+        homes = {origin for s in stories if (origin := _origin_name(s)) is not None}
+        homes |= {src for s in stories for src in _residual_sources(s)}
+        shipped = catalog.shipped_names()
+        programs = {name: catalog.program(name) for name in sorted(homes - {program.spec.name}) if name in shipped}
         from mapc.engine import provenance
 
-        stories = provenance.carry_home(stories, program.spec.name, programs, _hop_out, _hop_in, rebuild)
+        export, read = (_hop_out, _hop_in) if hops is None else _recorded(hops)
+        stories = provenance.carry_home(stories, program.spec.name, programs, export, read, rebuild)
     docs = []
     for k, rebuilt in enumerate(rebuild(program, stories)):
         doc = rebuilt.document
@@ -326,12 +338,24 @@ def _origin_name(story: dict[str, Any]) -> str | None:
     return fmt if type(fmt) is str else None
 
 
+def _residual_sources(story: dict[str, Any]) -> list[str]:
+    """The sources `story` holds residuals of (a shipped format's source is its name)."""
+    uf = story.get("unknown_fields")
+    sources = uf.get("sources") if type(uf) is dict else None
+    return [k for k in sources if type(k) is str] if type(sources) is dict else []
+
+
 def rebuild(program: Program, stories: list[dict[str, Any]]) -> list[Rebuilt]:
     """The documents of `program`'s format for `stories`: the reverse rules, then the spec's
     `document.finish` function (which may move values into the format's extension slots)."""
-    bare, absent = _absent_notes(program, stories)
+    whole = [known.merged(s, program) for s in stories]  # origin.kept back among the residuals
+    bare, notes = _absent_notes(program, whole)
     rebuilt = run.reverse(program, bare)
-    if absent:  # the Mapped name the caller's Storylines, not the copies without the notes
+    # What the reverse and `finish` see (`bare`, `whole`), by the caller's Storyline.
+    seen = {id(s): w for s, w in zip(stories, whole, strict=True)}
+    absent = {id(s): notes[id(w)] for s, w in zip(stories, whole, strict=True) if id(w) in notes}
+    if notes or any(w is not s for w, s in zip(whole, stories, strict=True)):
+        # the Mapped name the caller's Storylines, not the copies without the notes
         originals = {id(b): s for b, s in zip(bare, stories, strict=True)}
         rebuilt = [
             Rebuilt(r.document, tuple(Mapped(originals[id(m.story)], m.carrier, m.also) for m in r.stories))
@@ -343,12 +367,18 @@ def rebuild(program: Program, stories: list[dict[str, Any]]) -> list[Rebuilt]:
             raise MapcError.single(
                 "spec.unknown_function", "", f"document.finish names no function {program.spec.finish!r}"
             )
-        rebuilt = [Rebuilt(fn.fn(r.document, [m.story for m in r.stories]), r.stories) for r in rebuilt]
+        rebuilt = [
+            Rebuilt(fn.fn(r.document, [seen.get(id(m.story), m.story) for m in r.stories]), r.stories) for r in rebuilt
+        ]
     if absent:
+        out = []
         for r in rebuilt:
+            doc, own = r.document, set[int]()
             for m in r.stories:
                 for ptr in absent.get(id(m.story), ()):
-                    _remove(r.document, ptr)
+                    doc = _remove(doc, ptr, own)
+            out.append(Rebuilt(doc, r.stories))
+        rebuilt = out
     return rebuilt
 
 
@@ -378,21 +408,45 @@ def _absent_notes(program: Program, stories: list[dict[str, Any]]) -> tuple[list
     return bare, absent
 
 
-def _remove(doc: Any, ptr: str) -> None:
-    """Take the value at `ptr` out of `doc` (an array item: the items after it move up), copying
-    nothing: the rebuilt document is the caller's own.  A pointer to nothing is passed over."""
+def _remove(doc: Any, ptr: str, own: set[int]) -> Any:
+    """`doc` with the value at `ptr` taken out (an array item: the items after it move up); a
+    pointer to nothing is passed over.  The rebuilt document shares values with the Storylines it
+    was made from, so every object or array on the way is copied once (`own`: the ids of the
+    copies made already), never changed in place: the caller's Storylines stay as they were."""
     try:
         tokens = pointer.parse(ptr)
     except pointer.PointerSyntaxError:
-        return
-    if not tokens:
-        return
-    parent = pointer.resolve(doc, tokens[:-1])
-    last = tokens[-1]
-    if type(parent) is dict:
-        parent.pop(last, None)
-    elif type(parent) is list and pointer.is_array_index(last) and int(last) < len(parent):
-        del parent[int(last)]
+        return doc
+    if not tokens or type(doc) not in (dict, list):
+        return doc
+    root = node = _owned(doc, own)
+    last = len(tokens) - 1
+    for n, token in enumerate(tokens):
+        if type(node) is dict and token in node:
+            key: str | int = token
+        elif type(node) is list and pointer.is_array_index(token) and int(token) < len(node):
+            key = int(token)
+        else:
+            return root
+        if n == last:
+            del node[key]  # type: ignore[arg-type]
+            return root
+        child = node[key]  # type: ignore[index]
+        if type(child) not in (dict, list):
+            return root
+        child = _owned(child, own)
+        node[key] = child  # type: ignore[index]
+        node = child
+    return root
+
+
+def _owned(value: Any, own: set[int]) -> Any:
+    """`value` itself when it is a copy `own` lists, else a shallow copy of it, listed."""
+    if id(value) in own:
+        return value
+    copy = dict(value) if type(value) is dict else list(value)
+    own.add(id(copy))
+    return copy
 
 
 def _hop_out(fmt: str, stories: list[dict[str, Any]]) -> Any:
@@ -401,6 +455,35 @@ def _hop_out(fmt: str, stories: list[dict[str, Any]]) -> Any:
 
 def _hop_in(fmt: str, data: bytes) -> list[dict[str, Any]]:
     return into_storyline(fmt, data)
+
+
+@dataclass(frozen=True, slots=True)
+class Hop:
+    """One hop provenance tried: the Storylines it exported, the output (envelope and all), and
+    what reading that output as the same format gave."""
+
+    stories: list[dict[str, Any]]
+    output: Any
+    back: list[dict[str, Any]]
+
+
+def _recorded(hops: list[Hop]) -> tuple[provenance.Export, provenance.Import]:
+    """`_hop_out` and `_hop_in` that append each completed hop to `hops` (a read follows its export)."""
+    pending: list[tuple[list[dict[str, Any]], Any]] = []
+
+    def export(fmt: str, stories: list[dict[str, Any]]) -> Any:
+        out = _hop_out(fmt, stories)
+        pending[:] = [(stories, out)]
+        return out
+
+    def read(fmt: str, data: bytes) -> list[dict[str, Any]]:
+        back = _hop_in(fmt, data)
+        if pending:
+            hops.append(Hop(pending[0][0], pending[0][1], back))
+            pending.clear()
+        return back
+
+    return export, read
 
 
 def _export_problem(where: str, problem: Problem, fmt: str) -> Problem:
@@ -507,7 +590,8 @@ def from_storyline_reported(
 
     Without `keep_envelope` the output is the pure target format, and what its envelope would have
     carried is reported as dropped.  The report reads the output back as `fmt` (without its
-    envelope) to see what the target says natively; `from_format` names the input's format.
+    envelope) to see what the target says natively, or reuses that reading when the conversion
+    already made it (`_known_reading`); `from_format` names the input's format.
 
     `parsed` says the Storylines are values as a JSON parser gives them (dicts, lists, str, int,
     float, bool, None; nested no deeper than a parser reads), e.g. rebuilt from stored rows: written
@@ -516,7 +600,8 @@ def from_storyline_reported(
     would still find, the residual limits of reading, is checked on the documents themselves."""
     from mapc.engine import loss, provenance
 
-    output = from_storyline(fmt, stories)
+    hops: list[Hop] = []
+    output = from_storyline(fmt, stories, hops=hops)
     single = type(output) is not list
     documents = [output] if single else list(output)
     if parsed and fmt == STORYLINE and all(map(_unchanged, stories, documents)):
@@ -532,12 +617,14 @@ def from_storyline_reported(
     problems: tuple[Problem, ...] = ()
     lost: tuple[loss.Said, ...] = ()
     made: tuple[loss.Said, ...] = ()
-    data = native[0] if single else native
-    raw = data.encode("utf-8") if isinstance(data, str) else provenance._json_bytes(data)
     try:
-        if raw is None:
-            raise MapcError.single("output.not_json", "", "the output is not JSON")
-        back = into_storyline(fmt, raw)
+        back = _known_reading(fmt, stories, native, at, hops)
+        if back is None:
+            data = native[0] if single else native
+            raw = data.encode("utf-8") if isinstance(data, str) else provenance._json_bytes(data)
+            if raw is None:
+                raise MapcError.single("output.not_json", "", "the output is not JSON")
+            back = into_storyline(fmt, raw)
     except MapcError as exc:
         problems = tuple(
             Problem(p.code, p.pointer, f"{fmt} does not read its own output: {p.message}") for p in exc.problems
@@ -556,6 +643,30 @@ def from_storyline_reported(
         problems,
     )
     return output, report
+
+
+def _known_reading(
+    fmt: str, stories: list[dict[str, Any]], native: list[Any], at: str | None, hops: list[Hop]
+) -> list[dict[str, Any]] | None:
+    """What reading the output `native` (without its envelope) as `fmt` gives, when the conversion
+    already knows it (None otherwise: the report reads the output): a Storyline output is its
+    Storylines; else a hop provenance tried on these very Storylines, in this order, whose output
+    is `native` once its envelope is out, was read back.  That reading differs from reading
+    `native` only in what the envelope puts back: residuals (which the report does not compare) and
+    the hub's own keys, which these Storylines do not carry."""
+    from mapc.engine import loss
+
+    if fmt == STORYLINE:
+        return [d for d in native if type(d) is dict] if all(type(d) is dict for d in native) else None
+    if at is None or any(envelope.HUB in ((s.get("unknown_fields") or {}).get("sources") or {}) for s in stories):
+        return None
+    for hop in hops:
+        if len(hop.stories) != len(stories) or any(a is not b for a, b in zip(hop.stories, stories, strict=True)):
+            continue
+        docs = hop.output if type(hop.output) is list else [hop.output]
+        if len(docs) == len(native) and json_equal(loss.without_envelopes(docs, at), native):
+            return hop.back
+    return None
 
 
 def _unchanged(story: Any, written: Any) -> bool:

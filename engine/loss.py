@@ -280,18 +280,35 @@ def story_changes(
 
 def _leaf_diff(a: Any, b: Any, at: str) -> Iterator[tuple[str, Any, Any]]:
     """(pointer, input value or MISSING, output value or MISSING) where `a` and `b` differ, as deep
-    as both are objects or arrays."""
-    if json_equal(a, b):
-        return
-    if type(a) is dict and type(b) is dict:
+    as both are objects or arrays.  Each node is visited once, and a pointer is made only on the
+    way to a difference (the report runs on every conversion: most values are equal)."""
+    ta = type(a)
+    if ta is dict and type(b) is dict:
         for key in {**a, **b}:
-            yield from _leaf_diff(a.get(key, MISSING), b.get(key, MISSING), f"{at}/{pointer.escape(key)}")
+            x, y = a.get(key, MISSING), b.get(key, MISSING)
+            if _same(x, y):
+                continue
+            yield from _leaf_diff(x, y, f"{at}/{pointer.escape(key)}")
         return
-    if type(a) is list and type(b) is list:
+    if ta is list and type(b) is list:
         for i in range(max(len(a), len(b))):
-            yield from _leaf_diff(a[i] if i < len(a) else MISSING, b[i] if i < len(b) else MISSING, f"{at}/{i}")
+            x = a[i] if i < len(a) else MISSING
+            y = b[i] if i < len(b) else MISSING
+            if _same(x, y):
+                continue
+            yield from _leaf_diff(x, y, f"{at}/{i}")
         return
-    yield at, a, b
+    if not json_equal(a, b):
+        yield at, a, b
+
+
+def _same(x: Any, y: Any) -> bool:
+    """A cheap "equal" for the walk: the same object, or equal plain values of one type (containers
+    are walked instead; a float is compared, never taken as itself: NaN is unequal to everything)."""
+    tx = type(x)
+    if x is y:
+        return tx is not float or x == x
+    return tx is type(y) and tx is not dict and tx is not list and json_equal(x, y)
 
 
 def combined(reports: list[Report], from_format: str, to_format: str) -> Report:

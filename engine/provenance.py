@@ -47,10 +47,11 @@ def carry_home(
     """
     out = list(stories)
     groups: dict[str, list[int]] = {}
+    by_source = {p.spec.source: name for name, p in programs.items()}
     for i, story in enumerate(stories):
-        fmt = (story.get("origin") or {}).get("format")
-        if fmt in programs and fmt != target:
-            groups.setdefault(fmt, []).append(i)
+        for fmt in _home_formats(story, by_source):
+            if fmt in programs and fmt != target:
+                groups.setdefault(fmt, []).append(i)
     for fmt, indices in groups.items():
         program = programs[fmt]
         try:
@@ -68,8 +69,27 @@ def carry_home(
                 extra = {p: v for p, v in kept.items() if owners[p] in (n, None)}
                 if extra or links.get(n):
                     at = next(i for i in indices if stories[i] is m.story)
-                    story = _with_residuals(m.story, program, doc.document, extra, sdid) if extra else m.story
+                    base = out[at]  # what another format's hop home already added, if any
+                    story = _with_residuals(base, program, doc.document, extra, sdid) if extra else base
                     out[at] = _with_links(story, links.get(n) or {})
+    return out
+
+
+def _home_formats(story: dict[str, Any], by_source: dict[str, str]) -> list[str]:
+    """The formats whose documents `story` can give back: its origin's, and every format it holds
+    residuals of (a document that came through another format first: A → B → C must keep what C
+    loses of A's document too, not only of B's), in that order."""
+    out = []
+    origin = story.get("origin")
+    fmt = origin.get("format") if type(origin) is dict else None
+    if type(fmt) is str:
+        out.append(fmt)
+    uf = story.get("unknown_fields")
+    sources = uf.get("sources") if type(uf) is dict else None
+    for source in sources if type(sources) is dict else ():
+        name = by_source.get(source)
+        if name is not None and name not in out:
+            out.append(name)
     return out
 
 
@@ -114,12 +134,14 @@ def _lost_in_hop(
         if len(original) > 1 and len(back) == len(original):
             links = _lost_links(original, back)
             back = [_with_tree(b, links.get(n) or {}) for n, b in enumerate(back)]
-        try:
-            again = rebuild(program, back)
-        except MapcError:
-            # A's own residuals may not fit what B gave back (a residual inside a message B
-            # dropped): diff against what B alone gives, so the kept values hold all of it.
-            again = rebuild(program, [_without_source(s, program.spec.source) for s in back])
+        again = _rebuilt(program, back, rebuild)
+        # One Storyline needs its tree keys only where they name its node in A's document (an
+        # ACTF attempt id, lost by a format without attempts): else A's own residuals would
+        # rebuild the document under another key than the one its envelope entries name.
+        moved = len(stories) == len(back) == len(again) == 1 and again[0].stories[0].carrier != doc.stories[0].carrier
+        if moved and (links := _lost_links(stories, back)):
+            back = [_with_tree(back[0], links[0])]
+            again = _rebuilt(program, back, rebuild)
     except MapcError:
         return whole, {}  # B's document does not read back as A's: keep all of A's
     if len(again) != 1:
@@ -149,6 +171,15 @@ def _lost_in_hop(
             break
         kept = {p: v for p, v in kept.items() if not any(p == q or p.startswith(q + "/") for q in more)} | more
     return kept, links
+
+
+def _rebuilt(program: Program, back: list[dict[str, Any]], rebuild: Rebuild) -> list[Rebuilt]:
+    try:
+        return rebuild(program, back)
+    except MapcError:
+        # A's own residuals may not fit what B gave back (a residual inside a message B
+        # dropped): diff against what B alone gives, so the kept values hold all of it.
+        return rebuild(program, [_without_source(s, program.spec.source) for s in back])
 
 
 def _links_across(

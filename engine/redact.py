@@ -150,6 +150,10 @@ class Redactor:
                     for name, entry in uf["sources"].items()
                 }
                 new["unknown_fields"] = {**uf, "sources": sources}
+            origin = story.get("origin")
+            kept = origin.get("kept") if type(origin) is dict else None
+            if type(kept) is dict and type(kept.get("fields")) is dict:  # known values kept (engine/known.py)
+                new["origin"] = {**origin, "kept": {**kept, "fields": self.value(kept["fields"], counts)}}
             out.append(new)
         return out, counts
 

@@ -295,7 +295,7 @@ def _unknown_fields(value: Any, w: _Writer) -> Any:
 
 
 _ORIGIN: Final = _Shape(
-    (("format", _free), ("schema_version", _free), ("document_id", _free)),
+    (("format", _free), ("schema_version", _free), ("document_id", _free), ("kept", _free)),
     required=frozenset({"format"}),
 )
 _AGENT: Final = _Shape(

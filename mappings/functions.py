@@ -29,13 +29,16 @@ def atif_turn_kind(source: Any, tool_calls: Any) -> Any:
 _ACTF_METRIC_KEYS = ("prompt_tokens_len", "completion_tokens_len", "llm_infer_ms", "env_action_ms", "stop_reason")
 
 
-@register("actf_member_key", 4)
-def actf_member_key(trajectory: Any, session: Any, parent: Any, children: Any) -> Any:
+@register("actf_member_key", 5)
+def actf_member_key(trajectory: Any, session: Any, parent: Any, children: Any, count: Any) -> Any:
     """The attempt key of a tree member without an attempt id: its trajectory, else its session.
-    Subagents that share their parent's session group into one task; outside a tree, several
-    Storylines without attempt ids stay an error (docs/formats.md, "ACTF")."""
+    Subagents that share their parent's session group into one task; so do continuation segments
+    of one run (one session, a trajectory each: ATIF v1.7), keyed by their trajectories when the
+    task has several (`count`).  Outside a tree, several Storylines without attempt or trajectory
+    ids stay an error (docs/formats.md, "ACTF")."""
     if parent is MISSING and children is MISSING:
-        return MISSING
+        several = type(count) is int and count > 1
+        return trajectory if several and type(trajectory) is str and trajectory else MISSING
     return next((v for v in (trajectory, session) if type(v) is str and v), MISSING)
 
 

@@ -23,6 +23,7 @@ Nothing here prints or knows click: cli/store.py reports the outcomes.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -37,7 +38,7 @@ from mapc.engine.inputs import read_input
 from mapc.engine.options import DEFAULT, Options
 from mapc.engine.problems import MapcError, Problem
 from mapc.store import dataset, rows
-from mapc.store.identity import file_document_ids
+from mapc.store.identity import by_session, file_document_ids
 
 if TYPE_CHECKING:
     from lance.fragment import FragmentMetadata
@@ -83,6 +84,7 @@ class Outcome:
     problems: tuple[Problem, ...] = ()
     documents: tuple[tuple[str, str], ...] = ()
     existing: int = 0  # documents left out because their id is already stored (--skip-existing)
+    sessions: tuple[str, ...] = ()  # its ids that are a bare session, which another file may take too
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +96,7 @@ class Chunk:
     staging: dataset.Staging
     skip: str = ""  # an Arrow file of the ids already stored, whose documents are left out (--skip-existing)
     options: Options = DEFAULT
+    qualify: frozenset[str] = frozenset()  # sessions several files hold: named by path (store/identity.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,11 +172,16 @@ def _skip_set(path: str) -> frozenset[str]:
 
 
 def _store_file(
-    item: Input, builder: rows.Builder, skip: frozenset[str] = frozenset(), options: Options = DEFAULT
+    item: Input,
+    builder: rows.Builder,
+    skip: frozenset[str] = frozenset(),
+    options: Options = DEFAULT,
+    qualify: frozenset[str] = frozenset(),
 ) -> Outcome:
     """Read, detect, convert and split one file into `builder`; every outcome, errors included, is returned.
 
-    Documents whose id is in `skip` are left out and counted."""
+    Documents whose id is in `skip` are left out and counted; `qualify` are the sessions whose
+    documents without a trajectory are named by the file's path (store/identity.py)."""
     if item.refused:
         return Outcome(item.file, FAILED, item.file, item.refused)
     try:
@@ -191,7 +199,8 @@ def _store_file(
         stories = convert.into_storyline(fmt, data, jsonl=item.jsonl, path=item.document_path, options=options)
         pointers = [f"/{i}" if len(stories) > 1 else "" for i in range(len(stories))]
         documents = []
-        for story, pointer, doc_id in zip(stories, pointers, file_document_ids(stories), strict=True):
+        ids = file_document_ids(stories, item.document_path or item.file, qualify)
+        for story, pointer, doc_id in zip(stories, pointers, ids, strict=True):
             if doc_id in skip:
                 continue
             builder.add(story, doc_id)
@@ -203,7 +212,10 @@ def _store_file(
         builder.truncate(mark)
         problem = Problem("internal.error", "", f"{type(exc).__name__}: {exc}")
         return Outcome(item.file, FAILED, item.file, (problem,))
-    return Outcome(item.file, STORED, documents=tuple(documents), existing=len(stories) - len(documents))
+    sessions = by_session(stories, ids)
+    return Outcome(
+        item.file, STORED, documents=tuple(documents), existing=len(stories) - len(documents), sessions=sessions
+    )
 
 
 def store_chunk(chunk: Chunk) -> ChunkResult:
@@ -213,7 +225,7 @@ def store_chunk(chunk: Chunk) -> ChunkResult:
     builder = rows.Builder()
     skip = _skip_set(chunk.skip)
     with rows.paused_gc():  # parsing, checking and splitting make no cycles (rows.paused_gc)
-        outcomes = tuple(_store_file(item, builder, skip, chunk.options) for item in chunk.inputs)
+        outcomes = tuple(_store_file(item, builder, skip, chunk.options, chunk.qualify) for item in chunk.inputs)
         tables = builder.tables()
     if any(o.status == FAILED for o in outcomes):
         return ChunkResult(chunk.index, outcomes)
@@ -335,10 +347,31 @@ def staged(
         results: list[ChunkResult | None] = [None] * len(work)
         for index, result in schedule(store_chunk, work):
             results[index] = _stopped(work[index], result) if isinstance(result, BaseException) else result
+        shared = _shared_sessions(results)
+        if shared:  # segments of one session in several files: those files again, named by path
+            again = [dataclasses.replace(work[i], qualify=shared) for i in sorted(_holding(results, shared))]
+            for index, result in schedule(store_chunk, again):
+                chunk = again[index]
+                results[chunk.index] = _stopped(chunk, result) if isinstance(result, BaseException) else result
         done = [r for r in results if r is not None]
         yield Staged(staging, [o for r in done for o in r.outcomes], done, schedule, existing)
     finally:
         staging.discard()
+
+
+def _shared_sessions(results: Sequence[ChunkResult | None]) -> frozenset[str]:
+    """The sessions that more than one file of the job took as a document id (store/identity.py)."""
+    files: dict[str, set[str]] = {}
+    for r in results:
+        for o in r.outcomes if r is not None else ():
+            for session in o.sessions:
+                files.setdefault(session, set()).add(o.file)
+    return frozenset(s for s, holders in files.items() if len(holders) > 1)
+
+
+def _holding(results: Sequence[ChunkResult | None], sessions: frozenset[str]) -> set[int]:
+    """The indexes of the chunks with a file that took one of `sessions` as an id."""
+    return {i for i, r in enumerate(results) if r is not None and any(set(o.sessions) & sessions for o in r.outcomes)}
 
 
 def _write_skip_file(root: Path, staging: dataset.Staging) -> str:

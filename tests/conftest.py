@@ -133,3 +133,12 @@ def write(path: Path, value: Any) -> Path:
     """Write `value` (bytes, or JSON) to `path`."""
     path.write_bytes(value if isinstance(value, bytes) else orjson.dumps(value))
     return path
+
+
+def kept_for_the_way_back(story: dict[str, Any], source: str) -> dict[str, Any]:
+    """Every value `story` keeps for its own format's way back, by pointer: its unknown fields of
+    `source` and the values of keys the format defines that no Storyline field says (origin.kept,
+    engine/known.py: issue 15 §7 keeps those apart from the unknown ones)."""
+    unknown = ((story.get("unknown_fields") or {}).get("sources") or {}).get(source) or {}
+    kept = (story.get("origin") or {}).get("kept") or {}
+    return {**(kept.get("fields") or {}), **(unknown.get("fields") or {})}

@@ -155,8 +155,15 @@ def _draw_fields(
 
 @st.composite
 def origins(draw: st.DrawFn) -> dict[str, Any]:
-    """R-O: format non-empty; schema_version and document_id non-empty when present."""
-    optional = {"schema_version": _nullable(non_empty_text()), "document_id": _nullable(non_empty_text())}
+    """R-O: format non-empty; schema_version and document_id non-empty when present; `kept`, the
+    values of keys the format defines that no Storyline field says (engine/known.py)."""
+    optional = {
+        "schema_version": _nullable(non_empty_text()),
+        "document_id": _nullable(non_empty_text()),
+        "kept": st.fixed_dictionaries(
+            {"source_document_id": short_text(), "fields": st.dictionaries(pointers(), json_values(1), max_size=1)}
+        ),
+    }
     return _draw_fields(draw, {"format": draw(non_empty_text())}, optional, 2)
 
 

@@ -155,6 +155,25 @@ def test_the_report_of_an_output_its_format_cannot_read_says_so(monkeypatch):
     assert "not assessed" in report.line()
 
 
+@pytest.mark.parametrize(("path", "target"), list(_pairs()))
+def test_the_report_reusing_the_hops_reading_is_the_report_reading_the_output_again(path, target, monkeypatch):
+    # The report reuses what the conversion already read (a Storyline output; provenance's hop
+    # back); reading the output once more must give the very same report.
+    fmt = path.parent.name
+    stories = mapc.into_storyline(fmt, path, path=path.name)
+    try:
+        _, reused = convert.from_storyline_reported(target, stories, from_format=fmt)
+    except mapc.MapcError:
+        return
+    calls = []
+    real = convert.into_storyline
+    monkeypatch.setattr(convert, "_known_reading", lambda *a: calls.append(a) and None)
+    monkeypatch.setattr(convert, "into_storyline", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
+    _, again = convert.from_storyline_reported(target, stories, from_format=fmt)
+    assert target in calls  # this one did read the output back
+    assert reused == again, (reused.line(), again.line())
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(storyline_documents(), min_size=1, max_size=3))
 def test_parsed_storylines_written_as_storyline_report_what_the_read_back_reports(stories):

@@ -99,8 +99,10 @@ def test_unknown_fields_are_placed_on_their_turn():
         "turns": {"1": [["actf", "/attempts/1/trajectory/steps/1/fixture_extension", {"preserve": True}]]},
         "doc": [],
     }
+    # A subagent's own session_id is a key ATIF defines: kept in origin.kept, not shown as unknown.
     story = mapc.into_storyline("atif", SUBAGENTS.read_bytes())[1]
-    assert view.placed_unknowns(story)["doc"] == [["atif", "/subagent_trajectories/0/session_id", "review-sub-1"]]
+    assert story["origin"]["kept"]["fields"] == {"/subagent_trajectories/0/session_id": "review-sub-1"}
+    assert view.placed_unknowns(story)["doc"] == []
 
 
 def test_a_directory_lists_every_file_and_its_failures(tmp_path, runner):
@@ -112,7 +114,7 @@ def test_a_directory_lists_every_file_and_its_failures(tmp_path, runner):
     names = [e["name"] for e in entries]
     assert "atif/support-ticket.json" in names and "agenticmd/legacy-demo-run-001.md" in names
     failed = {e["name"] for e in entries if e["error"]}
-    assert failed == {"README.md", "codex/README.md", "agenticmd/legacy-demo-run-001.md"}
+    assert failed == {"README.md", "codex/README.md", "otel-genai/README.md", "agenticmd/legacy-demo-run-001.md"}
     ok = [e for e in entries if not e["error"]]
     assert all(e["summary"]["lines"] and e["stories"] for e in ok)
 

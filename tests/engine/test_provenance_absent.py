@@ -91,3 +91,15 @@ def test_values_carried_from_another_format_are_not_unknown_keys_of_the_file():
     assert "atif" in stories[0]["unknown_fields"]["sources"]  # carried, for the way back to ATIF
     assert corpus.unknown_counts(stories, "actf") == (("actf", "/vendor_actf", 1),)
     assert ("atif", "/vendor_root", 1) in corpus.unknown_counts(stories)  # every source, when asked
+
+
+@pytest.mark.parametrize("path", sorted(ATIF.glob("*.json")), ids=lambda p: p.name)
+def test_leaving_out_what_the_hop_added_does_not_change_the_callers_storylines(path):
+    # The rebuilt document shares values with the Storylines it came from: the keys the way back
+    # leaves out (envelope.ABSENT) were deleted in place, so the caller's Storylines lost them too
+    # (found by the loss report reusing the hop's reading, issue 15 §4).
+    actf = mapc.convert("atif", "actf", path)
+    stories = mapc.into_storyline("actf", orjson.dumps(actf))
+    before = orjson.loads(orjson.dumps(stories))
+    mapc.from_storyline("atif", stories)
+    assert json_equal(stories, before)

@@ -93,6 +93,47 @@ _JSON_SMALL = json_values(2)
 _NON_EMPTY = non_empty_text()
 
 
+def _nested(depth: int, leaf: Any) -> Any:
+    out = leaf
+    for n in range(depth):
+        out = [out] if n % 2 else {"d": out}
+    return out
+
+
+# A deeply nested value, rare, in a free place (a step's `extra`): as deep as the laws' own writer
+# (orjson, 254 levels) can write it with the document and a hop's envelope around it.  Deeper
+# values, up to the 1,024 levels mapc parses, are tests/hardening's (mapc writes those with the
+# standard library).
+DEEP = st.builds(_nested, st.integers(100, 230), st.sampled_from([None, 1, "x", {}]))
+
+
+@functools.cache
+def parts() -> st.SearchStrategy[Any]:
+    """A content part as mapc reads it: Harbor's text, image and audio parts (ATIF v1.6–v1.8), each
+    with unknown keys at times, or any other object (a future part type)."""
+    from harbor_strategies import content_parts
+
+    known = st.builds(lambda p, extra: {**p, **extra}, content_parts(), unknowns(frozenset({"type", "text", "source"})))
+    return st.one_of(known, known, known, st.dictionaries(_NON_EMPTY, _JSON_SMALL, max_size=2))
+
+
+def _content() -> st.SearchStrategy[Any]:
+    """A message or result content: any JSON (text mostly, null included) or a list of parts."""
+    return st.one_of(_JSON, st.lists(parts(), max_size=3))
+
+
+def _result() -> st.SearchStrategy[Any]:
+    """An observation result: Harbor's shape (content, source_call_id, subagent refs, extra) with
+    unknown keys, or any JSON (mapc keeps what it cannot read whole)."""
+    shaped = st.builds(
+        lambda content, extra, more: {"content": content, **extra, **more},
+        _content(),
+        _optionals({"extra": _JSON_SMALL, "subagent_trajectory_ref": st.lists(_JSON_SMALL, max_size=1)}),
+        unknowns(frozenset({"content", "source_call_id", "extra", "subagent_trajectory_ref"})),
+    )
+    return st.one_of(shaped, _JSON_SMALL)
+
+
 @functools.cache
 def unknown_keys(known: frozenset[str], *, root: bool = False) -> st.SearchStrategy[str]:
     """Object keys the ATIF model does not know at a level with `known` keys."""
@@ -174,11 +215,11 @@ _STEP_OPTIONAL = _optionals(
         "reasoning_content": st.text(max_size=6),
         "observation": st.builds(
             lambda results, extra: {"results": results, **extra},
-            st.lists(_JSON_SMALL, max_size=3),
+            st.lists(_result(), max_size=3),
             unknowns(OBSERVATION_KEYS),
         ),
         "metrics": metrics(),
-        "extra": _JSON,
+        "extra": st.one_of(_JSON, _JSON, _JSON, _JSON, _JSON, _JSON, _JSON, _JSON, _JSON, DEEP),
         "llm_call_count": st.integers(0, 10**6),
         "is_copied_context": st.booleans(),
     }
@@ -219,7 +260,7 @@ def _step(draw: st.DrawFn, step_id: int, tool_call_ids: list[str]) -> dict[str, 
     step: dict[str, Any] = {
         "step_id": step_id,
         "source": draw(_SOURCE),
-        "message": draw(_JSON),  # any JSON, null included (required)
+        "message": draw(_content()),  # any JSON, null included (required), or content parts
         **draw(_STEP_OPTIONAL),
     }
     n_calls = draw(st.integers(0, min(2, len(tool_call_ids))))
@@ -253,7 +294,8 @@ class _Ids:
         return f"{self.prefix}{kind}{self.n}{suffix}"
 
 
-_SCHEMA_VERSIONS = st.sampled_from(["ATIF-v1.7", "ATIF-v1.7", "ATIF-v1.5", "x"])
+# Every version Harbor's models define (ATIF-v1.0 … v1.8), and one mapc does not know (a warning).
+_SCHEMA_VERSIONS = st.sampled_from(["ATIF-v1.7", *(f"ATIF-v1.{n}" for n in range(9)), "x"])
 _SUFFIXES = st.sampled_from(["", "/x", "~y", " é"])
 _ROOT_SHAPES = st.sampled_from(["both", "session", "trajectory", "equal"])
 _CHILD_SHAPES = st.sampled_from(["both", "trajectory", "shared"])  # shared: the parent's session_id
@@ -347,3 +389,22 @@ def _drop(obj: dict[str, Any], optional: frozenset[str]) -> dict[str, Any]:
 def has_known_nulls(doc: Any) -> bool:
     """True when `doc` has an explicit null of a known optional field somewhere."""
     return not json_equal(without_known_nulls(doc), doc)
+
+
+@st.composite
+def atif_segments(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """2–3 continuation segments of one run (ATIF v1.7): documents sharing one `session_id`, each
+    with its own `trajectory_id`, a later one naming the one before in `continued_trajectory_ref`
+    (or not: a ref is optional), for an array or JSONL file."""
+    n = draw(st.integers(2, 3))
+    docs = [draw(atif_documents(prefix=f"seg{k}-", max_depth=1, max_steps=2)) for k in range(n)]
+    session = f"run-{draw(st.integers(0, 99))}"
+    for k, doc in enumerate(docs):
+        doc["session_id"] = session
+        doc["trajectory_id"] = f"seg{k}-T"
+        for child in doc.get("subagent_trajectories") or []:  # a subagent sharing the session, as Harbor writes them
+            if draw(st.booleans()):
+                child["session_id"] = session
+        if k and draw(st.booleans()):
+            doc["continued_trajectory_ref"] = docs[k - 1]["trajectory_id"]
+    return docs

@@ -23,6 +23,35 @@ ARGS = st.one_of(
 )
 
 
+# Multimodal content: text, image and audio parts (Chat Completions content parts).
+PARTS = st.lists(
+    st.one_of(
+        st.builds(lambda t: {"type": "text", "text": t}, TEXT),
+        st.builds(lambda u: {"type": "image_url", "image_url": {"url": u}}, st.sampled_from(["https://x.org/a.png"])),
+        st.builds(
+            lambda d, f: {"type": "input_audio", "input_audio": {"data": d, "format": f}},
+            st.sampled_from(["UklGRg==", "SUQz"]),
+            st.sampled_from(["wav", "mp3"]),
+        ),
+    ),
+    min_size=1,
+    max_size=3,
+)
+# Keys the format defines that are read only when they agree with what the row says (RFC-0009
+# rule 15), drawn with values that do not: they are kept for the way back (origin.kept).
+DISAGREEING = st.fixed_dictionaries(
+    {},
+    optional={
+        "env_id": st.just("another-env"),
+        "llm_step_index": st.just(999),
+        "requested_model": st.just("model-z"),
+        "blob_manifest": st.just(["blob-1"]),
+        "chosen_response": TEXT,
+        "reference_answer": TEXT,
+    },
+)
+
+
 @st.composite
 def session(draw: Any, sid: str, calls: list[int]) -> list[dict[str, Any]]:
     """The rows of one session, in step order."""
@@ -38,7 +67,9 @@ def session(draw: Any, sid: str, calls: list[int]) -> list[dict[str, Any]]:
     history = list(context)
     rows = []
     for step in steps:
-        user = {"role": "user", "content": draw(TEXT), **draw(UNKNOWN)}
+        user = {"role": "user", "content": draw(st.one_of(TEXT, TEXT, PARTS)), **draw(UNKNOWN)}
+        if draw(st.integers(0, 4)) == 0:
+            user["name"] = draw(TEXT)  # a key the format defines that Storyline has no field for
         text = draw(TEXT)
         refused = draw(st.booleans()) and step % 3 == 0
         response: dict[str, Any] = (
@@ -93,9 +124,11 @@ def session(draw: Any, sid: str, calls: list[int]) -> list[dict[str, Any]]:
         meta.update(draw(st.dictionaries(st.just("x_meta"), TEXT, max_size=1)))
         if meta:
             row["meta_json"] = meta
+        row.update(draw(DISAGREEING))
         row.update(draw(UNKNOWN))
         rows.append(row)
         history = [*history, {"role": "user", "content": user["content"]}, *results, clean_response]
+        # (the history says the user message as the export writes it: its content, no other key)
     return rows
 
 

@@ -179,6 +179,11 @@ def fields_of(story: dict[str, Any]) -> dict[str, Any]:
     return story["unknown_fields"]["sources"]["actf"]["fields"]
 
 
+def kept_of(story: dict[str, Any]) -> dict[str, Any]:
+    """The values of keys ACTF defines that no Storyline field says: provenance, not unknown (engine/known.py)."""
+    return story["origin"]["kept"]["fields"]
+
+
 # === 1. Laws =================================================================================
 
 
@@ -782,10 +787,9 @@ def test_tool_unknown_keys_in_either_list(place: str) -> None:
         expected[f"/attempts/1/trajectory/steps/0/{home}/1/w"] = 1
         counts[f"/attempts/1/trajectory/steps/*/{home}/*/v~0"] = 1
         counts[f"/attempts/1/trajectory/steps/*/{home}/*/w"] = 1
-    if place != "both":  # the explicitly empty other list (the reverse would write a copy)
+    if place != "both":  # the explicitly empty other list (the reverse would write a copy): a known key, kept
         (other,) = set(homes["both"]) - set(homes[place])
-        expected[f"/attempts/1/trajectory/steps/0/{other}"] = []
-        counts[f"/attempts/1/trajectory/steps/*/{other}"] = 1
+        assert kept_of(story) == {f"/attempts/1/trajectory/steps/0/{other}": []}
     assert fields_of(story) == expected
     assert story["unknown_key_counts"] == {"actf": counts}
     assert json_equal(roundtrip(doc), doc)
@@ -1711,9 +1715,11 @@ def test_gap_a_residual_is_not_stored_inside_another() -> None:
     # A tool's `function` is kept whole (/…/tools/0/function), and its `name` and `arguments` are
     # kept again below it (/…/function/name, /…/function/arguments): the same values twice, and
     # unknown_key_counts (docs/envelope.md) count three keys where the format knows `function` (none).
+    # (`function` is a key ACTF defines: it is kept in origin.kept, and is no unknown field.)
     tool = {"type": "function", "id": "a", "function": {"name": "f", "arguments": "{}"}}
     (story,) = forward(one_step(with_tools([tool], "both")))
-    stored = sorted(fields_of(story))
+    assert "unknown_fields" not in story
+    stored = sorted(kept_of(story))
     nested = [(p, q) for p in stored for q in stored if q.startswith(p + "/")]
     assert nested == [], nested
 
@@ -1721,8 +1727,9 @@ def test_gap_a_residual_is_not_stored_inside_another() -> None:
 def test_a_metric_with_missing_known_keys_is_kept_whole_and_comes_back_exactly() -> None:
     # Decided: the Storyline metrics hold all five keys (missing ones null, docs/formats.md ACTF); the reverse
     # would give them back as nulls, so the partial `metric` is kept as a residual and the round
-    # trip returns it exactly (unknown_key_counts then name /…/steps/*/metric).
+    # trip returns it exactly.  `metric` is a key ACTF defines: kept in origin.kept, not counted as unknown.
     doc = one_step(step(metric={"llm_infer_ms": 3}))
     (story,) = forward(doc)
-    assert story["unknown_key_counts"] == {"actf": {"/attempts/1/trajectory/steps/*/metric": 1}}
+    assert "unknown_key_counts" not in story
+    assert kept_of(story) == {"/attempts/1/trajectory/steps/0/metric": {"llm_infer_ms": 3}}
     assert roundtrip(doc)["attempts"]["1"]["trajectory"]["steps"][0]["metric"] == {"llm_infer_ms": 3}

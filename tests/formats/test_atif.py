@@ -106,6 +106,9 @@ def with_document_id(stories: list[dict[str, Any]], sdid: str) -> list[dict[str,
         entry = (story.get("unknown_fields") or {}).get("sources", {}).get("atif")
         if entry:
             entry["source_document_id"] = sdid
+        kept = (story.get("origin") or {}).get("kept")  # ATIF's own keys kept (engine/known.py)
+        if kept:
+            kept["source_document_id"] = sdid
     return out
 
 

@@ -23,7 +23,7 @@ import jsonschema
 import orjson
 import pytest
 from codex_strategies import jsonl, rollouts, thread_trees
-from conftest import FIXTURES
+from conftest import FIXTURES, kept_for_the_way_back
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_harbor import harbor_valid, recorded
@@ -123,7 +123,8 @@ def test_function_calls_are_paired_with_their_outputs_by_call_id() -> None:
         assert result["source_call_id"] == call["tcid"]
     assert parallel[1]["observation"]["results"][0]["content"].endswith("in health")
     # each output record keeps its call_id as its place mark: the reverse puts it back where it was
-    fields = story["unknown_fields"]["sources"]["codex"]["fields"]
+    # (a key codex defines: kept in origin.kept, not among the unknown fields)
+    fields = kept_for_the_way_back(story, "codex")
     assert [fields["/9/payload/call_id"], fields["/10/payload/call_id"]] == [
         t["tool_calls"][0]["tcid"] for t in parallel
     ]

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 from actf_strategies import actf_documents
-from atif_strategies import atif_documents
+from atif_strategies import atif_documents, atif_segments
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import storyline_documents
@@ -115,3 +115,57 @@ def test_what_a_hop_carries_for_atif_is_never_an_unknown_key_of_b(doc, b):
     assert counted <= {b}
     _, report = mapc.convert_reported(b, "storyline", orjson.dumps(written))
     assert report.exact  # Storyline says it all, the carried values included
+
+
+# A → B → C → A with B and C both lossy (issue 15 §1): what C cannot say of A's document rides in
+# C's envelope too, not only what it cannot say of B's (engine/provenance.py carries every source
+# format a Storyline holds residuals of, not only its origin).
+CHAINS = [("actf", "openai-msg"), ("openai-msg", "actf"), ("actf", "agenticmd"), ("openai-msg", "storyline")]
+
+
+def _chain(a: str, hops: tuple[str, ...], data: bytes) -> tuple[Any, Any]:
+    """(A → A, A → hops… → A), each hop written and read back as files."""
+    stories = mapc.into_storyline(a, data, path="x.json")
+    direct = plain(mapc.from_storyline(a, stories))
+    for b in hops:
+        stories = hop_in(b, hop_out(b, stories))
+    return direct, plain(mapc.from_storyline(a, stories))
+
+
+@SLOW
+@given(atif_documents(max_depth=1, max_steps=3), st.sampled_from(CHAINS))
+def test_generated_atif_survives_two_lossy_hops(doc: Any, hops: tuple[str, str]) -> None:
+    try:
+        direct, back = _chain("atif", hops, orjson.dumps(doc))
+    except MapcError as exc:  # what B or C cannot hold, said clearly
+        assert {p.code.split(".")[0] for p in exc.problems} <= {"export", "tree"}, exc.problems
+        return
+    for b in hops:
+        back = without_source(back, b)
+    assert without_source(back, "storyline") == direct
+
+
+@SLOW
+@given(actf_documents(max_attempts=2, max_steps=3), st.sampled_from([("atif", "openai-msg"), ("openai-msg", "atif")]))
+def test_generated_actf_survives_two_lossy_hops(doc: Any, hops: tuple[str, str]) -> None:
+    try:
+        direct, back = _chain("actf", hops, orjson.dumps(doc))
+    except MapcError as exc:
+        assert {p.code.split(".")[0] for p in exc.problems} <= {"export", "tree"}, exc.problems
+        return
+    for b in hops:
+        back = without_source(back, b)
+    assert without_source(back, "storyline") == direct
+
+
+@SLOW
+@given(atif_segments(), st.sampled_from(["actf", "openai-msg", "storyline", "agenticmd"]))
+def test_continuation_segments_sharing_a_session_survive_every_hop(docs: list[Any], b: str) -> None:
+    # One file of a run's segments (ATIF v1.7: one session_id, a trajectory_id each): A → B → A
+    # gives the file back, B's residuals and the tree keys carried for B's documents aside.
+    try:
+        direct, back, _, _ = through("atif", b, orjson.dumps(docs))
+    except MapcError as exc:
+        assert {p.code.split(".")[0] for p in exc.problems} <= {"export", "agenticmd"}, exc.problems
+        return
+    assert without_source(without_source(back, b), "storyline") == direct

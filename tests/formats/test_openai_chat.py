@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 import pytest
 from chat_strategies import conversations, sharegpt
-from conftest import FIXTURES
+from conftest import FIXTURES, kept_for_the_way_back
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_hops import through, without_source
@@ -79,7 +79,7 @@ def test_the_azure_sample_comes_back_line_for_line() -> None:
     assert first["agent"]["tools"] == lines(SAMPLE)[0]["tools"]
     # The sample's arguments are spaced JSON text: the compact text the reverse writes is not it,
     # so the text is kept, at its pointer.
-    fields = first["unknown_fields"]["sources"]["openai-chat"]["fields"]
+    fields = kept_for_the_way_back(first, "openai-chat")  # a key the format defines: origin.kept
     assert fields == {"/messages/2/tool_calls/0/function/arguments": '{"symbol": "BAC", "period": "1mo"}'}
 
 
@@ -167,7 +167,7 @@ def test_a_tool_message_first_is_an_error_at_its_pointer() -> None:
 def test_what_storyline_has_no_field_for_is_kept_at_its_pointer(message: dict[str, Any], kept: dict[str, Any]) -> None:
     doc = {"messages": [message], "parallel_tool_calls": False}
     (story,) = mapc.into_storyline("openai-chat", orjson.dumps(doc))
-    assert story["unknown_fields"]["sources"]["openai-chat"]["fields"] == {**kept, "/parallel_tool_calls": False}
+    assert kept_for_the_way_back(story, "openai-chat") == {**kept, "/parallel_tool_calls": False}
     assert round_trip("openai-chat", doc) == doc
 
 

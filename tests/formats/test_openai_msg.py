@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, kept_for_the_way_back
 from hypothesis import HealthCheck, given, settings
 from openai_strategies import corpora
 
@@ -39,7 +39,8 @@ def row(sid: str = "s", step: int = 1, **extra: Any) -> dict[str, Any]:
 
 
 def fields(story: dict[str, Any]) -> dict[str, Any]:
-    return story.get("unknown_fields", {}).get("sources", {}).get(FMT, {}).get("fields", {})
+    """What `story` keeps for the way back: unknown keys and the known ones it cannot say (engine/known.py)."""
+    return kept_for_the_way_back(story, FMT)
 
 
 def canonical_order(doc: dict[str, Any]) -> dict[str, Any]:
@@ -341,7 +342,9 @@ def test_odd_values_are_kept_whole_and_unknown_keys_at_their_decoded_paths():
         "/session_steps/0/meta_json/other": 2,
     }
     assert story["turns"][-1]["metrics"] == {"vendor": 1}  # every other env_state key is a metric
-    assert story["unknown_key_counts"][FMT]["/session_steps/*/response/tool_calls/*/type"] == 1
+    # `type` is a key the format defines: its odd value is kept (origin.kept), not counted as unknown
+    assert story["origin"]["kept"]["fields"] == {"/session_steps/0/response/tool_calls/0/type": "custom"}
+    assert "/session_steps/*/response/tool_calls/*/type" not in story["unknown_key_counts"][FMT]
     (story,) = forward([row(meta_json="{not json")])
     assert fields(story) == {"/session_steps/0/meta_json": "{not json"}
 

@@ -92,3 +92,33 @@ def test_export_of_one_session_brings_its_subagents(tmp_path, runner):
     out = runner.invoke(cli, ["export", str(root), "--to", "atif", "--document", "child-run"])
     assert out.exit_code == 0, out.stderr
     assert json.loads(out.stdout)["subagent_trajectories"][0]["trajectory_id"] == "grandchild-run"
+
+
+def test_segments_in_different_files_sharing_a_session_are_named_by_their_paths(tmp_path, runner):
+    corpus = tmp_path / "run"
+    (corpus / "b").mkdir(parents=True)
+    (corpus / "a.json").write_text(json.dumps(_segment(1)))
+    (corpus / "b" / "c.json").write_text(json.dumps(_segment(2)))
+    alone = _segment(3)
+    alone["session_id"] = "another-run"
+    (corpus / "d.json").write_text(json.dumps(alone))
+    root = tmp_path / "ds"
+    result = runner.invoke(cli, ["store", str(corpus), "--to", str(root)])
+    assert result.exit_code == 0, result.output  # before: store.duplicate_document_id
+    ids = lance.dataset(str(root / "runs.lance")).to_table(columns=["document_id"]).column(0).to_pylist()
+    assert sorted(ids) == ["another-run", "harbor-run-7#a.json#1", "harbor-run-7#b/c.json#1"]
+    assert all(is_session_id(i, "harbor-run-7") for i in ids if i != "another-run")
+    one = runner.invoke(cli, ["export", str(root), "--to", "atif", "--document", "harbor-run-7#b/c.json#1"])
+    assert one.exit_code == 0, one.stderr
+    assert json.loads(one.stdout) == _segment(2)
+    # the same files again: the same ids, so --skip-existing leaves every one of them out
+    again = runner.invoke(cli, ["store", str(corpus), "--to", str(root), "--skip-existing"])
+    assert again.exit_code == 0, again.output
+    assert lance.dataset(str(root / "runs.lance")).count_rows() == 3
+
+
+def test_a_path_qualified_id_is_a_session_id_and_a_plain_one_still_is():
+    stories = [{"session": "s"}, {"session": "s"}, {"session": "t"}, {"session": "u", "trajectory": "x"}]
+    assert file_document_ids(stories, "d/f.jsonl", frozenset({"t"})) == ["s#1", "s#2", "t#d/f.jsonl#3", "x"]
+    assert is_session_id("t#d/f.jsonl#3", "t") and is_session_id("t#a#b#1", "t#a")
+    assert not is_session_id("t##3", "t") and not is_session_id("t#p#0", "t")
