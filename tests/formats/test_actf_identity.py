@@ -1,12 +1,13 @@
 """ACTF conversions are what they were before its named functions moved into actf.yaml (issue 16 §3).
 
-ACTF's Python (mappings/functions.py) was cut from 233 to at most 150 code lines, by data in actf.yaml
-and smaller functions, with every result unchanged byte for byte: bench/actf_identity.py compared
-old and new over the fixtures and 10,000 generated documents.  This test keeps a smaller draw of the
-same inputs (seeded hypothesis: the shipped ACTF fixtures, the ATIF and OpenAI Messages fixtures as
-hops, an OpenClaw event log, generated ACTF documents and Storylines from anywhere), forward, reverse,
-forward again and through ATIF and openai-msg, against the digest the old functions gave.  The draw
-runs in a plain interpreter: under pytest hypothesis draws other examples from the same seed.
+ACTF's Python (mappings/functions.py) was cut from 234 to 150 code lines, by data in actf.yaml and
+smaller functions, with every result unchanged byte for byte: bench/actf_identity.py compared old
+and new over 10,011 inputs (fixtures and generated documents), 62,850 conversions.  This test keeps
+a smaller draw of the same inputs (seeded hypothesis: the shipped ACTF fixtures, the ATIF and OpenAI
+Messages fixtures as hops, an OpenClaw event log, generated ACTF documents and Storylines from
+anywhere), forward, reverse, forward again and through ATIF and openai-msg, against the digest the
+old functions gave.  The draw runs in a plain interpreter: under pytest hypothesis draws other
+examples from the same seed.
 
 When a conversion result changes on purpose (or a generator gains a shape), record the digest
 again: ``.venv/bin/python bench/actf_identity.py digest --n 40``.
@@ -26,7 +27,7 @@ sys.path.append(str(ROOT / "bench"))  # bench/ is not a package: its modules imp
 
 import actf_identity  # noqa: E402
 
-RECORDED = "5eb71b41fe1c5c6e1d190a97f5609ccc7d82188e60e2297722a1a19ea4b8a498"  # by the old functions (main at d3ed0a1)
+RECORDED = "af79d3298979c0646a6dca16882c747ed6091d65ab234507900c9cc115a17442"  # by the old functions (main at f589b0b)
 
 
 def test_every_conversion_gives_what_the_old_functions_gave():
