@@ -187,6 +187,18 @@ def with_defaults(obj: Any, defaults: Any) -> Any:
     return out
 
 
+@register("with_fallbacks", 3)
+def with_fallbacks(obj: Any, fallbacks: Any, more: Any) -> Any:
+    """An object (anything else: ``{}``) with each ``[key, other, default]`` of `fallbacks` it lacks
+    filled in turn: its own `other` key's value, else that key of the object `more`, else `default`."""
+    out = dict(obj) if type(obj) is dict else {}
+    more = more if type(more) is dict else {}
+    for key, other, default in fallbacks if type(fallbacks) is list else ():
+        if key not in out:
+            out[key] = out[other] if other in out else more.get(other, default)
+    return out
+
+
 @register("same_or", 3)
 def same_or(value: Any, want: Any, other: Any) -> Any:
     """`value` when it is `want` (JSON-equal), else `other`."""

@@ -27,7 +27,6 @@ def atif_turn_kind(source: Any, tool_calls: Any) -> Any:
 # --- ACTF v1.0 (docs/formats.md) ---------------------------------------------------------------
 
 _ACTF_METRIC_KEYS = ("prompt_tokens_len", "completion_tokens_len", "llm_infer_ms", "env_action_ms", "stop_reason")
-_EPOCH_TEXT = "1970-01-01 00:00:00+00:00"
 
 
 @register("actf_member_key", 5)
@@ -40,10 +39,7 @@ def actf_member_key(trajectory: Any, session: Any, parent: Any, children: Any, c
     if parent is MISSING and children is MISSING:
         several = type(count) is int and count > 1
         return trajectory if several and type(trajectory) is str and trajectory else MISSING
-    for value in (trajectory, session):
-        if type(value) is str and value:
-            return value
-    return MISSING
+    return next((v for v in (trajectory, session) if type(v) is str and v), MISSING)
 
 
 @register("actf_session", 3)
@@ -56,9 +52,7 @@ def actf_session(task_id: Any, attempt: Any, attempts: Any) -> Any:
 
 
 def _effective_tools(tools: Any, tool_calls: Any) -> list[Any]:
-    if type(tools) is list and tools:
-        return tools
-    return tool_calls if type(tool_calls) is list else []
+    return tools if type(tools) is list and tools else tool_calls if type(tool_calls) is list else []
 
 
 @register("actf_kind", 2)
@@ -70,17 +64,13 @@ def actf_kind(tools: Any, tool_calls: Any) -> Any:
 @register("actf_single_tool_ms", 3)
 def actf_single_tool_ms(env_action_ms: Any, tools: Any, tool_calls: Any) -> Any:
     """A tool's ``duration_ms``: the step's ``env_action_ms`` (truncated), only for a single tool."""
-    if len(_effective_tools(tools, tool_calls)) != 1:
-        return MISSING
-    return int_ms(env_action_ms)
+    return int_ms(env_action_ms) if len(_effective_tools(tools, tool_calls)) == 1 else MISSING
 
 
 @register("actf_tool_id", 3)
 def actf_tool_id(tool_id: Any, step_id: Any, index: Any) -> str:
     """A tool's effective id: its ``id``, or ``step-{step_id}-tool-{i}`` when that is blank."""
-    if type(tool_id) is str and tool_id.strip():
-        return tool_id
-    return f"step-{step_id}-tool-{index}"
+    return tool_id if type(tool_id) is str and tool_id.strip() else f"step-{step_id}-tool-{index}"
 
 
 @register("actf_tool_id_back", 3)
@@ -92,84 +82,29 @@ def actf_tool_id_back(tcid: Any, step_id: Any, index: Any) -> Any:
 @register("actf_args_home", 2)
 def actf_args_home(args: Any, tool: Any) -> Any:
     """Where a tool's arguments are written back: ``command`` for a command execution, else ``input``."""
-    if (
-        type(tool) is dict
-        and tool.get("type") == "command_execution"
-        and type(args) is dict
-        and len(args) == 1
-        and "command" in args
-    ):
+    command = type(tool) is dict and tool.get("type") == "command_execution"
+    if command and type(args) is dict and list(args) == ["command"]:
         return ("command", args["command"])
     return ("input", args)
 
 
-@register("actf_metric_back", 2)
-def actf_metric_back(metrics: Any, latency_ms: Any) -> Any:
-    """A step's ``metric`` from a turn: its metrics with the five known keys filled when missing."""
-    out = dict(metrics) if type(metrics) is dict else {}
-    # Each default reads a key that is not one of the five, so filling them in turn is filling them at once.
-    if "prompt_tokens_len" not in out:
-        out["prompt_tokens_len"] = out.get("prompt_tokens", 0)
-    if "completion_tokens_len" not in out:
-        out["completion_tokens_len"] = out.get("completion_tokens", 0)
-    if "llm_infer_ms" not in out:
-        out["llm_infer_ms"] = out.get("total_latency_ms", None if latency_ms is MISSING else latency_ms)
-    if "env_action_ms" not in out:
-        out["env_action_ms"] = None
-    if "stop_reason" not in out:
-        out["stop_reason"] = out.get("finish_reason")
-    return out
-
-
-@register("actf_final_metrics", 5)
-def actf_final_metrics(task_correct: Any, correct: Any, score: Any, status: Any, max_score: Any) -> Any:
-    """``final_metrics``: analysis_result (set by its own row), correct, score, status, task_correct,
-    and max_score when it is not empty."""
-    out = {
-        "analysis_result": None,
-        "correct": correct if type(correct) is bool else False,
-        "score": None if score is MISSING else score,
-        "status": status if type(status) is str else "",
-        "task_correct": task_correct if type(task_correct) is bool else False,
-    }
-    if max_score not in (MISSING, None, "") and max_score != {} and max_score != []:
-        out["max_score"] = max_score
-    return out
+def _prompt_pair(system: Any, user: Any) -> dict[str, str]:
+    return {k: v for k, v in (("system", system), ("user", user)) if type(v) is str and v}
 
 
 @register("actf_prompt_baseline", 1)
 def actf_prompt_baseline(steps: Any) -> Any:
     """The document prompt: the first step's (system_prompt, user_content) with a non-empty string."""
-    for step in steps if type(steps) is list else ():
-        pair = _prompt_pair(step)
-        if pair:
-            return pair
-    return MISSING
-
-
-def _prompt_pair(step: Any) -> dict[str, str]:
-    if type(step) is not dict:
-        return {}
-    pair = {"system": step.get("system_prompt"), "user": step.get("user_content")}
-    return {k: v for k, v in pair.items() if type(v) is str and v}
+    steps = [s for s in steps if type(s) is dict] if type(steps) is list else []
+    return next((p for s in steps if (p := _prompt_pair(s.get("system_prompt"), s.get("user_content")))), MISSING)
 
 
 @register("actf_turn_prompt", 3)
 def actf_turn_prompt(system: Any, user: Any, baseline: Any) -> Any:
     """A turn's prompt against the baseline: none when equal, the explicit clear when both are empty,
     else the whole pair (docs/formats.md, ACTF "Prompt pairs")."""
-    if baseline is MISSING:
-        return MISSING
-    pair = {}
-    if type(system) is str and system:
-        pair["system"] = system
-    if type(user) is str and user:
-        pair["user"] = user
-    if pair == baseline:
-        return MISSING
-    if not pair:
-        return {"system": "", "user": ""}
-    return pair
+    pair = _prompt_pair(system, user)
+    return MISSING if baseline is MISSING or pair == baseline else pair or {"system": "", "user": ""}
 
 
 @register("actf_prompt_back", 2)
@@ -179,6 +114,11 @@ def actf_prompt_back(turn_prompt: Any, document_prompt: Any) -> tuple[str, str]:
     return (prompt.get("system", ""), prompt.get("user", ""))
 
 
+def _observation_ref(observation: dict[str, Any]) -> str | None:
+    """The key of an observation's tool reference: ``tool_use_id``, else ``id`` (a string), else none."""
+    return next((k for k in ("tool_use_id", "id") if type(observation.get(k)) is str), None)
+
+
 @register("actf_result", 1)
 def actf_result(observation: Any) -> Any:
     """An observation as a Storyline result: the whole object, with ``source_call_id`` (its
@@ -186,13 +126,8 @@ def actf_result(observation: Any) -> Any:
     if type(observation) is not dict:
         return MISSING
     out = dict(observation)
-    ref = observation.get("tool_use_id")
-    if type(ref) is not str:
-        ref = observation.get("id")
-        if type(ref) is not str:
-            ref = None
-    if ref is not None:
-        out["source_call_id"] = ref
+    if (ref := _observation_ref(observation)) is not None:
+        out["source_call_id"] = observation[ref]
     if "aggregated_output" in observation:
         out["content"] = observation["aggregated_output"]
     return out
@@ -225,23 +160,26 @@ def actf_step_problems(step: Any) -> list[tuple[str, str, str]]:
         return []
     tools = step.get("tools")
     home = "/tools" if type(tools) is list and tools else "/assistant_content/tool_calls"
-    effective = _effective_tools(tools, (step.get("assistant_content") or {}).get("tool_calls"))
     problems: list[tuple[str, str, str]] = []
     seen: set[str] = set()
-    for i, tool in enumerate(effective):
+    for i, tool in enumerate(_effective_tools(tools, (step.get("assistant_content") or {}).get("tool_calls"))):
         tool_id = actf_tool_id(tool.get("id") if type(tool) is dict else None, step.get("step_id"), i)
         if tool_id in seen:
             problems.append((f"{home}/{i}/id", "duplicate_tool_id", f"tool id {tool_id!r} is used twice in this step"))
         seen.add(tool_id)
     observations = step.get("observation")
     for j, obs in enumerate(observations if type(observations) is list else ()):
-        if type(obs) is not dict:
-            continue
-        key = "tool_use_id" if type(obs.get("tool_use_id")) is str else "id" if type(obs.get("id")) is str else None
+        key = _observation_ref(obs) if type(obs) is dict else None
         if key is not None and obs[key] not in seen:
             message = f"{obs[key]!r} is not the id of a tool of this step"
             problems.append((f"/observation/{j}/{key}", "unknown_tool_reference", message))
     return problems
+
+
+def _actf_trajectory(trajectory: Any) -> bool:
+    if type(trajectory) is list:
+        return all(type(e) is dict for e in trajectory)
+    return type(trajectory) is dict and str(trajectory.get("schema_version", "")).startswith("ACTF_")
 
 
 @register("actf_document", 1)
@@ -251,14 +189,7 @@ def actf_document(doc: Any) -> bool:
     attempts = doc.get("attempts") if type(doc) is dict else None
     if "task_id" not in doc or type(attempts) is not dict or not attempts:
         return False
-    for attempt in attempts.values():
-        trajectory = attempt.get("trajectory") if type(attempt) is dict else None
-        if type(trajectory) is list and all(type(e) is dict for e in trajectory):
-            continue
-        if type(trajectory) is dict and str(trajectory.get("schema_version", "")).startswith("ACTF_"):
-            continue
-        return False
-    return True
+    return all(_actf_trajectory(a.get("trajectory") if type(a) is dict else None) for a in attempts.values())
 
 
 @register("actf_event_log", 1)
@@ -281,61 +212,48 @@ def actf_event_log(events: Any) -> Any:
         if role == "user":
             user = _blocks_text(blocks, "text")
         elif role == "assistant":
-            calls = (
-                [
-                    {
-                        "type": "tool_use",
-                        "id": b.get("id", ""),
-                        "name": b.get("name", ""),
-                        "input": b.get("arguments", {}),
-                    }
-                    for b in blocks
-                    if type(b) is dict and b.get("type") == "toolCall"
-                ]
-                if type(blocks) is list
-                else []
-            )
-            stamp = event.get("timestamp") if type(event.get("timestamp")) is str else _EPOCH_TEXT
-            steps.append(
-                {
-                    "step_id": len(steps) + 1,
-                    "assistant_content": {
-                        "content": _blocks_text(blocks, "text"),
-                        "reasoning_content": _blocks_text(blocks, "thinking"),
-                        "tool_calls": calls,
-                    },
-                    "metric": dict.fromkeys(_ACTF_METRIC_KEYS),
-                    "system_prompt": "",
-                    "user_content": user,
-                    "tools": [dict(c) for c in calls],
-                    "observation": [],
-                    "started_at": stamp,
-                    "finished_at": stamp,
-                }
-            )
+            steps.append(_event_step(len(steps) + 1, event, blocks, user))
             user = ""
         elif role == "toolResult" and steps:
-            text = _blocks_text(blocks, "text")
-            ref = message.get("toolCallId")
-            steps[-1]["observation"].append(
-                {"type": "tool_result", "tool_use_id": ref, "content": text, "is_error": bool(message.get("isError"))}
-            )
+            text, ref = _blocks_text(blocks, "text"), message.get("toolCallId")
+            result = dict(type="tool_result", tool_use_id=ref, content=text, is_error=bool(message.get("isError")))
+            steps[-1]["observation"].append(result)
             for tool in steps[-1]["tools"] + steps[-1]["assistant_content"]["tool_calls"]:
                 if tool.get("id") == ref:
                     tool["aggregated_output"] = text
-    first = stamps[0] if stamps else "1970-01-01T00:00:00Z"
-    last = stamps[-1] if stamps else "1970-01-01T00:00:00Z"
+    first, last = (stamps[0], stamps[-1]) if stamps else ("1970-01-01T00:00:00Z", "1970-01-01T00:00:00Z")
     return {"schema_version": "ACTF_v1.0", "steps": steps, "started_at": first, "finished_at": last}
+
+
+def _event_step(step_id: int, event: dict[str, Any], blocks: Any, user: str) -> dict[str, Any]:
+    """The step of one assistant message: its text, thinking and ``toolCall`` blocks (as tools and tool calls)."""
+    calls = [
+        {"type": "tool_use", "id": b.get("id", ""), "name": b.get("name", ""), "input": b.get("arguments", {})}
+        for b in _blocks(blocks, "toolCall")
+    ]
+    stamp = event.get("timestamp") if type(event.get("timestamp")) is str else "1970-01-01 00:00:00+00:00"
+    content = {"content": _blocks_text(blocks, "text"), "reasoning_content": _blocks_text(blocks, "thinking")}
+    return {
+        "step_id": step_id,
+        "assistant_content": {**content, "tool_calls": calls},
+        "metric": dict.fromkeys(_ACTF_METRIC_KEYS),
+        "system_prompt": "",
+        "user_content": user,
+        "tools": [dict(c) for c in calls],
+        "observation": [],
+        "started_at": stamp,
+        "finished_at": stamp,
+    }
+
+
+def _blocks(blocks: Any, kind: str) -> list[dict[str, Any]]:
+    return [b for b in blocks if type(b) is dict and b.get("type") == kind] if type(blocks) is list else []
 
 
 def _blocks_text(blocks: Any, kind: str) -> str:
     if type(blocks) is str:
         return blocks if kind == "text" else ""
-    if type(blocks) is not list:
-        return ""
-    return "\n".join(
-        b.get(kind, "") for b in blocks if type(b) is dict and b.get("type") == kind and type(b.get(kind)) is str
-    )
+    return "\n".join(b[kind] for b in _blocks(blocks, kind) if type(b.get(kind)) is str)
 
 
 # The chat and ShareGPT, OpenAI, Codex and Claude Code functions register in their own modules, which the

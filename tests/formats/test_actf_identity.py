@@ -1,0 +1,48 @@
+"""ACTF conversions are what they were before its named functions moved into actf.yaml (issue 16 §3).
+
+ACTF's Python (mappings/functions.py) was cut from 234 to 150 code lines, by data in actf.yaml and
+smaller functions, with every result unchanged byte for byte: bench/actf_identity.py compared old
+and new over 10,011 inputs (fixtures and generated documents), 62,850 conversions.  This test keeps
+a smaller draw of the same inputs (seeded hypothesis: the shipped ACTF fixtures, the ATIF and OpenAI
+Messages fixtures as hops, an OpenClaw event log, generated ACTF documents and Storylines from
+anywhere), forward, reverse, forward again and through ATIF and openai-msg, against the digest the
+old functions gave.  The draw runs in a plain interpreter: under pytest hypothesis draws other
+examples from the same seed.
+
+When a conversion result changes on purpose (or a generator gains a shape), record the digest
+again: ``.venv/bin/python bench/actf_identity.py digest --n 40``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.append(str(ROOT / "bench"))  # bench/ is not a package: its modules import by their own names
+
+import actf_identity  # noqa: E402
+
+RECORDED = "af79d3298979c0646a6dca16882c747ed6091d65ab234507900c9cc115a17442"  # by the old functions (main at f589b0b)
+
+
+def test_every_conversion_gives_what_the_old_functions_gave():
+    script = ROOT / "bench" / "actf_identity.py"
+    done = subprocess.run([sys.executable, str(script), "digest", "--n", "40"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == RECORDED
+
+
+def test_the_comparison_sees_a_change_of_one_field():
+    """Not vacuous: one observation's ``tool_use_id`` dropped from a fixture changes its outputs."""
+    inputs = [i for i in actf_identity._inputs(0) if i["path"] == "code-repair.actf.json"]
+    before = actf_identity.convert_one(inputs[0])
+    doc = orjson.loads(inputs[0]["data"])
+    steps = next(iter(doc["attempts"].values()))["trajectory"]["steps"]
+    del steps[0]["observation"][0]["tool_use_id"]
+    after = actf_identity.convert_one({**inputs[0], "data": orjson.dumps(doc).decode()})
+    assert hashlib.sha256(after).digest() != hashlib.sha256(before).digest()
