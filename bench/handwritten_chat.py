@@ -27,6 +27,7 @@ SOURCES = {"system": "system", "user": "user", "assistant": "agent", "tool": "to
 ROLES = {"system": "system", "user": "user", "agent": "assistant"}
 MESSAGE_KEYS = frozenset(["role", "content", "tool_calls", "tool_call_id", "reasoning_content"])
 LINE_KEYS = frozenset(["messages", "tools", "model"])
+KEPT_KEYS = frozenset(["weight"])  # keys the format defines that a Storyline has no field for: origin.kept
 
 
 def _escape(key: str) -> str:
@@ -36,11 +37,12 @@ def _escape(key: str) -> str:
 def _story(line: dict[str, Any]) -> dict[str, Any]:
     sdid = document_id(line)
     fields: dict[str, Any] = {}
+    kept: dict[str, Any] = {}
     turns: list[dict[str, Any]] = []
     for m, message in enumerate(line["messages"]):
         for key, value in message.items():
             if key not in MESSAGE_KEYS:
-                fields[f"/messages/{m}/{_escape(key)}"] = value
+                (kept if key in KEPT_KEYS else fields)[f"/messages/{m}/{_escape(key)}"] = value
         if message["role"] == "tool":
             turn = turns[-1]
             results = turn.setdefault("observation", {}).setdefault("results", [])
@@ -67,6 +69,8 @@ def _story(line: dict[str, Any]) -> dict[str, Any]:
         "session": sdid,
         "agent": {"id": "openai-chat"},
     }
+    if kept:
+        story["origin"]["kept"] = {"source_document_id": sdid, "fields": kept}
     if "tools" in line:
         story["agent"]["tools"] = line["tools"]
     if fields:
@@ -110,7 +114,8 @@ def _line(story: dict[str, Any]) -> dict[str, Any]:
     if "tools" in story["agent"]:
         line["tools"] = story["agent"]["tools"]
     fields = ((story.get("unknown_fields") or {}).get("sources") or {}).get("openai-chat", {}).get("fields", {})
-    for ptr, value in fields.items():
+    kept = (story["origin"].get("kept") or {}).get("fields", {})
+    for ptr, value in [*kept.items(), *fields.items()]:
         tokens = [t.replace("~1", "/").replace("~0", "~") for t in ptr[1:].split("/")]
         node: Any = line
         for t in tokens[:-1]:

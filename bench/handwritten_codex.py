@@ -56,6 +56,7 @@ def forward(records: list[dict[str, Any]], document_id: str = "session.jsonl") -
     """The Storyline of a rollout: records that make no turn are kept whole at their line; an
     output keeps its time and its call_id (where the reverse puts it back)."""
     fields: dict[str, Any] = {}
+    kept: dict[str, Any] = {}  # keys codex defines that a Storyline has no field for: origin.kept
     turns: list[dict[str, Any]] = []
     lend: dict[str, Any] = {}
     calls: dict[str, int] = {}
@@ -73,8 +74,8 @@ def forward(records: list[dict[str, Any]], document_id: str = "session.jsonl") -
             if kind == "function_call":
                 calls[p["call_id"]] = len(turns) - 1
         elif kind == "function_call_output":
-            fields[f"/{i}/timestamp"] = rec["timestamp"]
-            fields[f"/{i}/payload/call_id"] = p["call_id"]
+            kept[f"/{i}/timestamp"] = rec["timestamp"]
+            kept[f"/{i}/payload/call_id"] = p["call_id"]
             owner = turns[calls[p["call_id"]]]
             owner.setdefault("observation", {"results": []})["results"].append(
                 {"source_call_id": p["call_id"], "content": p["output"]}
@@ -105,9 +106,12 @@ def forward(records: list[dict[str, Any]], document_id: str = "session.jsonl") -
     for ptr in fields:
         star = "/*" + ptr[ptr.index("/", 1) :] if ptr.count("/") > 1 else "/*"
         counts[star] = counts.get(star, 0) + 1
+    origin: dict[str, Any] = {"format": "codex"}
+    if kept:
+        origin["kept"] = {"source_document_id": document_id, "fields": kept}
     return {
         "schema_version": "storyline/v1",
-        "origin": {"format": "codex"},
+        "origin": origin,
         "agent": agent,
         "session": meta["id"],
         "started_at": meta["timestamp"],
@@ -122,9 +126,10 @@ def reverse(story: dict[str, Any]) -> list[dict[str, Any]]:
     """The records back: whole ones at their line, turns in order between them, each output where
     its call_id says."""
     fields = story["unknown_fields"]["sources"]["codex"]["fields"]
+    kept = (story["origin"].get("kept") or {}).get("fields", {})
     whole = {int(k[1:]): v for k, v in fields.items() if k.count("/") == 1}
-    marks = {int(k.split("/")[1]): v for k, v in fields.items() if k.endswith("/payload/call_id")}
-    times = {int(k.split("/")[1]): v for k, v in fields.items() if k.endswith("/timestamp")}
+    marks = {int(k.split("/")[1]): v for k, v in kept.items() if k.endswith("/payload/call_id")}
+    times = {int(k.split("/")[1]): v for k, v in kept.items() if k.endswith("/timestamp")}
     results = {r["source_call_id"]: r for t in story["turns"] for r in (t.get("observation") or {}).get("results", ())}
     queue = list(story["turns"])
     out = []
