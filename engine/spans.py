@@ -167,10 +167,10 @@ def is_span_tree(data: Any) -> bool:
     return type(data) is dict and type(data.get("document")) is dict and "spans" in data["document"]
 
 
-def iter_spec_problems(data: Any) -> Iterator[Problem]:
+def iter_spec_problems(data: Any, *, check_functions: bool = True) -> Iterator[Problem]:
     """Every problem of the span-tree spec `data`, each at its JSON Pointer in the spec: its shape
-    against ``schemas/span-tree-spec.schema.json`` (``spec.schema``), then the functions it names
-    that are not registered (``spec.unknown_function``)."""
+    against ``schemas/span-tree-spec.schema.json`` (``spec.schema``), then (with `check_functions`)
+    the functions it names that are not registered (``spec.unknown_function``)."""
     shaped = False
     for problem in compiled_validator(SCHEMA).iter_problems(data):
         shaped = True
@@ -187,16 +187,17 @@ def iter_spec_problems(data: Any) -> Iterator[Problem]:
         for problem in validator.iter_problems(data.get("tables") or {}):
             where = f"/tables{problem.pointer}"
             yield Problem("spec.schema", where, f"{problem.message} (schemas/{tables_schema}.schema.json)")
-    for role in ("read", "write"):
+    for role in ("read", "write") if check_functions else ():
         name = data["document"]["spans"][role]
         if functions.lookup(name) is None:
             yield Problem("spec.unknown_function", f"/document/spans/{role}", f"no function {name!r}")
 
 
-def parse(data: dict[str, Any], tables: dict[str, Any]) -> SpanSpec:
+def parse(data: dict[str, Any], tables: dict[str, Any], *, check_functions: bool = True) -> SpanSpec:
     """The span-tree spec `data` (a spec file's top level), checked first: MapcError holding
-    every problem at its pointer in the spec (`iter_spec_problems`)."""
-    problems = list(iter_spec_problems(data))
+    every problem at its pointer in the spec (`iter_spec_problems`).  Without `check_functions`
+    its functions are looked up when it runs (``spec.unknown_function`` then)."""
+    problems = list(iter_spec_problems(data, check_functions=check_functions))
     if problems:
         raise MapcError(problems)
     spans = data["document"]["spans"]
