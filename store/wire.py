@@ -575,6 +575,7 @@ class Message:
     src: str
     blocks: list[dict[str, Any]]
     role: str | None = None
+    kept: dict[str, dict[str, bytes]] | None = field(default=None, repr=False, compare=False)  # `kept_values`
 
     def silent(self) -> bool:
         """Whether the message says nothing history matching compares (only reasoning, say)."""
@@ -926,7 +927,7 @@ class Conversation:
     unanswered: dict[str, list[str]] = field(default_factory=dict)  # fn → tcids of id-less calls, oldest first
     derived: dict[str, int] = field(default_factory=dict)  # fn → id-less calls numbered so far
     read_cache: dict[bytes, Message] = field(default_factory=dict)  # message JSON → as read (history resent)
-    kept: list[dict[str, dict[str, bytes]]] = field(default_factory=list)  # each history key's first reading kept
+    first: list[Message | None] = field(default_factory=list)  # beside each history key: its first reading
 
     def add_call(self, call: Call) -> list[dict[str, Any]]:
         """Add one request/response pair: what is new in the request, then the response.
@@ -1018,7 +1019,7 @@ class Conversation:
         )
         for index, message in groups:
             self._add_message(message, call, index, fork_at=start if fork else None)
-        self.kept = [self.kept[i] if i < same or p is None else kept_values(units[p]) for i, p in enumerate(positions)]
+        self.first = [self.first[i] if i < same or p is None else units[p] for i, p in enumerate(positions)]
         self.history = keys
         if call.response_body is not None:
             self._add_response(call)
@@ -1113,20 +1114,23 @@ class Conversation:
             return
         if not self._items:
             self.history.append(message.key())
-            self.kept.append(kept_values(message))
+            self.first.append(message)
             return
         output = at(body, spec["response"]["message"])
         for unit in read_conversation(output if type(output) is list else [], self.table, merge=False):
             if not unit.silent():
                 self.history.append(Message("agent", unit.blocks).key())
-                self.kept.append(kept_values(unit))
+                self.first.append(unit)
 
     def _check_resent(self, unit: Message, i: int, call: Call, index: int) -> None:
         """Report what a resent copy of history message `i` (at `index` of the request's
         conversation) keeps that its first reading did not: the turn holds the first reading, so
         a key added or a value changed in a later copy would otherwise be lost without a word
         (a key a later copy leaves out is not: clients drop what they do not resend)."""
-        first = self.kept[i] if i < len(self.kept) else {}
+        reading = self.first[i] if i < len(self.first) else None
+        if unit is reading:  # the same JSON resent: read once (`read_cache`), nothing can differ
+            return
+        first = kept_values(reading) if reading is not None else {}
         changed: dict[str, Any] = {}
         for place, leaves in kept_values(unit).items():
             if any(leaves.items() <= other.items() for other in first.values()):
@@ -1207,6 +1211,8 @@ def kept_values(message: Message) -> dict[str, dict[str, bytes]]:
     """What a reading of `message` keeps that no rule reads, by the place of each block (a pointer
     in the message): its ``unmapped`` keys (and its parts'), or the block kept whole, as leaves by
     pointer below that place, each value as canonical JSON."""
+    if message.kept is not None:  # a message resent is read once: so are its kept values
+        return message.kept
     out: dict[str, dict[str, bytes]] = {}
 
     def leaves(value: Any, where: str, into: dict[str, bytes]) -> None:
@@ -1224,6 +1230,7 @@ def kept_values(message: Message) -> dict[str, dict[str, bytes]]:
             leaves(rest, "", out.setdefault(place + below, {}))
         if b["to"] == "extra":
             out.setdefault(place, {})[""] = orjson.dumps(b["block"], option=orjson.OPT_SORT_KEYS)
+    message.kept = out
     return out
 
 
