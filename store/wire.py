@@ -611,7 +611,8 @@ def read_block(block: Any, rule: dict[str, Any], kind_key: str = "type") -> dict
 
     A row's ``calls`` (its rules' ``call:`` beside ``from``, store/wire_table.py) convert the values
     read: JSON text parsed (``json_text_value``: tool-call arguments), the texts of a list of parts
-    joined (``joined_texts``: a reasoning summary).  Keys of an object
+    joined (``joined_texts``: a reasoning summary; each part's other keys are kept, and the parts
+    whole when the joined text cannot give them back: `_split_kept`).  Keys of an object
     that the row does not read are kept in ``unmapped``.  A row whose text or id is missing or of
     the wrong type keeps the value whole (``to: extra``), so nothing is lost to a table that does
     not fit.  `kind_key` is the key that said which row this is (not unmapped).
@@ -626,7 +627,11 @@ def read_block(block: Any, rule: dict[str, Any], kind_key: str = "type") -> dict
     for name, (fn, args) in rule.get("calls", {}).items():  # `call:` beside `from`: converts the value read
         if name in read:
             if fn is joined_texts:  # the parts' texts are read, not the parts' other keys: kept
-                below.update(_part_residues(read[name], names[name], args))
+                if _split_kept(read[name], args):  # the joined text would not give the parts back
+                    read.setdefault("unmapped", {"type": block["type"]} if "type" in block else {})
+                    set_at(read["unmapped"], names[name], read[name])
+                else:
+                    below.update(_part_residues(read[name], names[name], args))
             read[name] = fn(read[name], *args)
     if type(block) is dict and "" not in names.values():  # keys the table does not read: kept, not dropped
         paths = [_tokens(where) for where in names.values()]
@@ -645,6 +650,19 @@ def read_block(block: Any, rule: dict[str, Any], kind_key: str = "type") -> dict
         if rule.get("pair") != "by_name" or "id" in read or type(name) is not str or not name:
             return {"to": "extra", "block": block}
     return read
+
+
+def _split_kept(parts: Any, args: tuple[Any, ...]) -> bool:
+    """Whether a list of parts is kept whole beside its joined text: when it is not one part with a
+    non-empty text (two parts or more, a part without text), which the joined text cannot give back."""
+    if type(parts) is not list or not parts or not args or type(args[0]) is not str:
+        return False
+    return (
+        len(parts) > 1
+        or type(parts[0]) is not dict
+        or type(at(parts[0], args[0])) is not str
+        or not at(parts[0], args[0])
+    )
 
 
 def _part_residues(parts: Any, where: str, args: tuple[Any, ...]) -> dict[str, Any]:

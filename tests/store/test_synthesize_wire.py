@@ -498,6 +498,34 @@ def test_the_unread_keys_of_reasoning_summary_parts_are_kept_and_written_back_st
             assert again == records
 
 
+def test_a_reasoning_summary_of_several_parts_is_kept_whole_beside_its_joined_reason():
+    story = {
+        "schema_version": "storyline/v1",
+        "session": "s",
+        "agent": {"id": "a", "name": "a"},
+        "started_at": "2026-01-01T00:00:00.000Z",
+        "turns": [{"id": 1, "src": "user", "msg": "hi"}, {"id": 2, "src": "agent", "msg": "ok", "reason": "x"}],
+    }
+    parts = [{"type": "summary_text", "text": "a\n\nb"}, {"type": "summary_text", "text": "c"}]
+    records = events.synthesize_wire(
+        events.project_records(events.synthesize_wire(story, "openai-responses")), "openai-responses"
+    )
+    http = next(r for r in records if r["kind"] == "http.response")["payload"]["http"]
+    http["response_body"]["output"][0]["summary"] = copy.deepcopy(parts)
+    projected = events.project_records(copy.deepcopy(records))
+    agent = projected["turns"][-1]
+    assert agent["reason"] == "a\n\nb\n\nc"
+    assert agent["extra"]["unmapped"]["/0"]["summary"] == parts  # the split, which the joined text lost
+    assert events.synthesize_wire(projected, "openai-responses") == records
+    # streamed: the writer streams both parts (their own part and text events), read back the same
+    projected["turns"][0]["extra"]["params"] = {"stream": True}
+    streamed = events.synthesize_wire(projected, "openai-responses")
+    sse = next(r for r in streamed if r["kind"] == "http.response.stream")["payload"]["http"]["response_body"]
+    added = [e for e in wire.sse_events(sse) if e.get("type") == "response.reasoning_summary_part.added"]
+    assert [e["summary_index"] for e in added] == [0, 1]
+    assert events.project_records(streamed) == projected
+
+
 def _first_difference(a: Any, b: Any, at: str = "") -> str:
     if type(a) is dict and type(b) is dict:
         if list(a) != list(b):
