@@ -990,7 +990,8 @@ def project(
     With `skipped` the projection is total: a record that `record_problems` refuses or that
     belongs to no Storyline, and a session whose projection fails, are reported there and left
     out; only "nothing left to project" is still an error.  `notes` receives what was projected
-    but should be looked at: ``events.history_fork``, a request whose history contradicts earlier ones.
+    but should be looked at: ``events.history_fork``, a request whose history contradicts earlier ones,
+    and ``events.history_changed``, a resent message carrying unread values its first reading did not.
     `options` is the job's settings: a body repeating a key is refused unless they allow it.
     """
     groups: dict[str, list[dict[str, Any]]] = {}

@@ -22,8 +22,10 @@ History: every request carries the whole conversation so far.  `Conversation` re
 has seen (each message keyed by its text and tool-call ids, not by reasoning, which clients may
 drop) and adds only what is new; a request whose history does not extend what was seen (an edit or
 a fork) is reported as ``events.history_fork`` and its differing messages are added marked
-``extra.history_fork``, never silently repeated.  A request that names the response it continues
-(``continues``: ``previous_response_id``) sends only what is new; the history is that response's.
+``extra.history_fork``, never silently repeated; a resent copy that matches but carries values
+no rule reads that its first reading did not is reported as ``events.history_changed``.  A
+request that names the response it continues (``continues``: ``previous_response_id``) sends
+only what is new; the history is that response's.
 A failed call whose response carries no message (an HTTP error) adds nothing to the history.
 """
 
@@ -42,6 +44,7 @@ import orjson
 import yaml
 
 from mapc.engine import duplicates, pointer
+from mapc.engine.functions import joined_texts
 from mapc.engine.options import DEFAULT, Options
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.values import MISSING
@@ -572,6 +575,7 @@ class Message:
     src: str
     blocks: list[dict[str, Any]]
     role: str | None = None
+    kept: dict[str, dict[str, bytes]] | None = field(default=None, repr=False, compare=False)  # `kept_values`
 
     def silent(self) -> bool:
         """Whether the message says nothing history matching compares (only reasoning, say)."""
@@ -607,7 +611,8 @@ def read_block(block: Any, rule: dict[str, Any], kind_key: str = "type") -> dict
 
     A row's ``calls`` (its rules' ``call:`` beside ``from``, store/wire_table.py) convert the values
     read: JSON text parsed (``json_text_value``: tool-call arguments), the texts of a list of parts
-    joined (``joined_texts``: a reasoning summary).  Keys of an object
+    joined (``joined_texts``: a reasoning summary; each part's other keys are kept, and the parts
+    whole when the joined text cannot give them back: `_split_kept`).  Keys of an object
     that the row does not read are kept in ``unmapped``.  A row whose text or id is missing or of
     the wrong type keeps the value whole (``to: extra``), so nothing is lost to a table that does
     not fit.  `kind_key` is the key that said which row this is (not unmapped).
@@ -618,8 +623,15 @@ def read_block(block: Any, rule: dict[str, Any], kind_key: str = "type") -> dict
         value = at(block, where)
         if value is not MISSING:
             read[name] = value
+    below: dict[str, Any] = {}
     for name, (fn, args) in rule.get("calls", {}).items():  # `call:` beside `from`: converts the value read
         if name in read:
+            if fn is joined_texts:  # the parts' texts are read, not the parts' other keys: kept
+                if _split_kept(read[name], args):  # the joined text would not give the parts back
+                    read.setdefault("unmapped", {"type": block["type"]} if "type" in block else {})
+                    set_at(read["unmapped"], names[name], read[name])
+                else:
+                    below.update(_part_residues(read[name], names[name], args))
             read[name] = fn(read[name], *args)
     if type(block) is dict and "" not in names.values():  # keys the table does not read: kept, not dropped
         paths = [_tokens(where) for where in names.values()]
@@ -630,12 +642,43 @@ def read_block(block: Any, rule: dict[str, Any], kind_key: str = "type") -> dict
             read["unmapped"] = {"type": block["type"], **residue} if "type" in block else residue
     if read["to"] in ("msg", "reason") and type(read.get("text")) is not str:
         return {"to": "extra", "block": block}
+    if below:
+        read["parts_unmapped"] = below
     if read["to"] in ("tool_call", "observation") and type(read.get("id")) is not str:
         # ``pair: by_name`` (Gemini): a call without an id is matched by its name (`Conversation`)
         name = read.get("fn" if read["to"] == "tool_call" else "name")
         if rule.get("pair") != "by_name" or "id" in read or type(name) is not str or not name:
             return {"to": "extra", "block": block}
     return read
+
+
+def _split_kept(parts: Any, args: tuple[Any, ...]) -> bool:
+    """Whether a list of parts is kept whole beside its joined text: when it is not one part with a
+    non-empty text (two parts or more, a part without text), which the joined text cannot give back."""
+    if type(parts) is not list or not parts or not args or type(args[0]) is not str:
+        return False
+    return (
+        len(parts) > 1
+        or type(parts[0]) is not dict
+        or type(at(parts[0], args[0])) is not str
+        or not at(parts[0], args[0])
+    )
+
+
+def _part_residues(parts: Any, where: str, args: tuple[Any, ...]) -> dict[str, Any]:
+    """What `joined_texts` does not read of each part of the list at `where` (a reasoning
+    summary's parts: all but their text), by the part's pointer below the block.  A part's
+    ``type`` alone is its kind, as a block's is (the writer writes it); beside other keys it is
+    kept too, so that synthesis writes them back only into a part of that type."""
+    if type(parts) is not list or not args or type(args[0]) is not str:
+        return {}
+    text = _tokens(args[0])
+    out = {}
+    for n, part in enumerate(parts):
+        rest = _residue(part, [text]) if type(part) is dict else MISSING
+        if type(rest) is dict and set(rest) - {"type"}:
+            out[f"{where}/{n}"] = rest
+    return out
 
 
 def read_blocks(content: Any, table: Table) -> list[dict[str, Any]]:
@@ -716,7 +759,7 @@ def _placed(block: dict[str, Any], where: str) -> dict[str, Any]:
     """A block with keys no rule reads, or kept whole, remembers where it stood in its message
     (``at``, a pointer), so that synthesis puts it back there (a turn's ``unmapped`` and ``blocks``
     are keyed by these pointers)."""
-    if "unmapped" in block or block["to"] == "extra":
+    if "unmapped" in block or "parts_unmapped" in block or block["to"] == "extra":
         block["at"] = where
     return block
 
@@ -902,6 +945,7 @@ class Conversation:
     unanswered: dict[str, list[str]] = field(default_factory=dict)  # fn → tcids of id-less calls, oldest first
     derived: dict[str, int] = field(default_factory=dict)  # fn → id-less calls numbered so far
     read_cache: dict[bytes, Message] = field(default_factory=dict)  # message JSON → as read (history resent)
+    first: list[Message | None] = field(default_factory=list)  # beside each history key: its first reading
 
     def add_call(self, call: Call) -> list[dict[str, Any]]:
         """Add one request/response pair: what is new in the request, then the response.
@@ -967,6 +1011,10 @@ class Conversation:
         else:
             matched = [p for p in positions if p is not None]
             start = matched[-1] + 1 if matched else 0
+        for i in range(same):  # a resent message matched: what no rule reads must say what its first reading did
+            p = positions[i]
+            if p is not None:
+                self._check_resent(units[p], i, call, p)
         fork = same < len(self.history)
         if fork:
             self.problems.append(
@@ -989,6 +1037,7 @@ class Conversation:
         )
         for index, message in groups:
             self._add_message(message, call, index, fork_at=start if fork else None)
+        self.first = [self.first[i] if i < same or p is None else units[p] for i, p in enumerate(positions)]
         self.history = keys
         if call.response_body is not None:
             self._add_response(call)
@@ -1083,11 +1132,44 @@ class Conversation:
             return
         if not self._items:
             self.history.append(message.key())
+            self.first.append(message)
             return
         output = at(body, spec["response"]["message"])
         for unit in read_conversation(output if type(output) is list else [], self.table, merge=False):
             if not unit.silent():
                 self.history.append(Message("agent", unit.blocks).key())
+                self.first.append(unit)
+
+    def _check_resent(self, unit: Message, i: int, call: Call, index: int) -> None:
+        """Report what a resent copy of history message `i` (at `index` of the request's
+        conversation) keeps that its first reading did not: the turn holds the first reading, so
+        a key added or a value changed in a later copy would otherwise be lost without a word
+        (a key a later copy leaves out is not: clients drop what they do not resend)."""
+        reading = self.first[i] if i < len(self.first) else None
+        if unit is reading:  # the same JSON resent: read once (`read_cache`), nothing can differ
+            return
+        first = kept_values(reading) if reading is not None else {}
+        changed: dict[str, Any] = {}
+        for place, leaves in kept_values(unit).items():
+            if any(leaves.items() <= other.items() for other in first.values()):
+                continue  # kept by the first reading (here, or at another place: a block before it was dropped)
+            there = first.get(place, {})
+            changed.update((place + k, orjson.loads(v)) for k, v in leaves.items() if there.get(k) != v)
+        if not changed:
+            return
+        where = call.where or f"events[call_id={_q(call.call_id)}]"
+        shown = orjson.dumps(changed, option=orjson.OPT_SORT_KEYS).decode()
+        if len(shown) > 400:
+            shown = shown[:400] + "…"
+        self.problems.append(
+            Problem(
+                "events.history_changed",
+                f"{where}/payload/http/request_body{self.table.spec['request']['messages']}/{index}{min(changed)}",
+                f"a resent history message carries values no rule reads that its first reading did not "
+                f"(by pointer in the message: {shown}); the projection keeps the first reading, so these "
+                "are not in the Storyline",
+            )
+        )
 
     def _turn(
         self, src: str, blocks: list[dict[str, Any]], call: Call, seq: int | None, ts: str | None
@@ -1135,10 +1217,39 @@ class Conversation:
             if b["to"] not in ("msg", "reason", "tool_call", "observation", "extra") and "value" in b:
                 extra.setdefault(b["to"], b["value"])
         unmapped = {b["at"]: b["unmapped"] for b in blocks if "unmapped" in b}  # by where each stood
+        for b in blocks:  # the unread keys of a block's parts (a reasoning summary's), by each part's place
+            unmapped.update((b["at"] + below, rest) for below, rest in b.get("parts_unmapped", {}).items())
         if unmapped:
             extra["unmapped"] = unmapped
         turn["extra"] = extra
         return turn
+
+
+def kept_values(message: Message) -> dict[str, dict[str, bytes]]:
+    """What a reading of `message` keeps that no rule reads, by the place of each block (a pointer
+    in the message): its ``unmapped`` keys (and its parts'), or the block kept whole, as leaves by
+    pointer below that place, each value as canonical JSON."""
+    if message.kept is not None:  # a message resent is read once: so are its kept values
+        return message.kept
+    out: dict[str, dict[str, bytes]] = {}
+
+    def leaves(value: Any, where: str, into: dict[str, bytes]) -> None:
+        if type(value) is dict and value:
+            for key, child in value.items():
+                leaves(child, f"{where}/{key.replace('~', '~0').replace('/', '~1')}", into)
+        else:
+            into[where] = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+    for b in message.blocks:
+        place = b.get("at", "")
+        if "unmapped" in b:
+            leaves(b["unmapped"], "", out.setdefault(place, {}))
+        for below, rest in b.get("parts_unmapped", {}).items():
+            leaves(rest, "", out.setdefault(place + below, {}))
+        if b["to"] == "extra":
+            out.setdefault(place, {})[""] = orjson.dumps(b["block"], option=orjson.OPT_SORT_KEYS)
+    message.kept = out
+    return out
 
 
 def usage(body: Any, spec: dict[str, Any]) -> dict[str, Any] | None:

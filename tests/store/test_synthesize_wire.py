@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pydantic
 import pytest
 from anthropic.types import ErrorResponse, Message, RawMessageStreamEvent
@@ -393,9 +394,7 @@ def recorded_events(draw: st.DrawFn, protocol: str) -> list[dict[str, Any]]:
                     blocks.insert(draw(st.integers(0, len(blocks))), unknown)
             places = [d for m in _new_messages(http["request_body"], protocol) for d in _dicts(m)]
         elif type(http["response_body"]) is dict:  # an SSE text is the stream's own serialization
-            # not inside a reasoning item's summary parts: their texts are joined into one `reason`
-            summaries = [id(d) for item in _dicts(http["response_body"]) for d in _dicts(item.get("summary"))]
-            places = [d for d in _dicts(http["response_body"]) if id(d) not in summaries]
+            places = _dicts(http["response_body"])  # a reasoning item's summary parts too
         else:
             continue
         for place in places:  # a message resent in later requests is the same object: changed in all
@@ -415,6 +414,116 @@ def test_law_events_project_synthesize_gives_the_events_back(case):
     assert notes == []  # every key no rule read was written back where it stood
     for want, got in zip(records, again, strict=True):
         assert got == want, (want["kind"], _first_difference(want, got))
+
+
+def _conversation_key(protocol: str) -> str:
+    return {"gemini-generate-content": "contents", "openai-responses": "input"}.get(protocol, "messages")
+
+
+@settings(deadline=None, max_examples=100)
+@given(st.sampled_from(PROTOCOLS).flatmap(lambda p: st.tuples(st.just(p), recorded_events(p))), st.data())
+def test_law_a_value_only_a_later_copy_of_a_history_message_carries_is_reported_not_lost(case, data):
+    protocol, records = case
+    requests = [r for r in records if r["kind"] == "http.request"]
+    seen: set[int] = set()
+    resent: list[tuple[list[Any], int]] = []  # (a request's conversation, index) of a message an earlier one sent
+    for record in requests:
+        messages = record["payload"]["http"]["request_body"].get(_conversation_key(protocol))
+        if type(messages) is not list:
+            continue
+        client = {id(m) for m in _new_messages(record["payload"]["http"]["request_body"], protocol)}
+        resent += [(messages, n) for n, m in enumerate(messages) if id(m) in seen and id(m) in client]
+        seen |= {id(m) for m in messages}
+    if not resent:
+        return
+    messages, n = data.draw(st.sampled_from(resent))
+    value = data.draw(kept_values)
+    messages[n] = {**copy.deepcopy(messages[n]), "x_later": value}  # this copy only, not the first
+    notes: list[Any] = []
+    events.project_records(copy.deepcopy(records), notes=notes)
+    changed = [p for p in notes if p.code == "events.history_changed"]
+    assert len(changed) == 1
+    where = f"/{_conversation_key(protocol)}/{n}/x_later"
+    assert changed[0].pointer.endswith(where) or f"{where}/" in changed[0].pointer
+    for leaf in value.values() if type(value) is dict else [value]:  # the values said, not only the place
+        assert orjson.dumps(leaf).decode() in changed[0].message
+    assert notes == changed
+
+
+def test_a_later_copy_that_leaves_out_what_the_first_kept_is_no_change():
+    """Clients drop what they do not resend (a cache_control moved on, an id): only what a later
+    copy adds or changes is reported."""
+    records = events.parse_jsonl((DATA / "anthropic-tool-use.events.jsonl").read_bytes())
+    first = next(r for r in records if r["kind"] == "http.request")["payload"]["http"]["request_body"]
+    first["messages"][0] = {**first["messages"][0], "x_first": 1}
+    notes: list[Any] = []
+    story = events.project_records(copy.deepcopy(records), notes=notes)
+    assert notes == []
+    assert story["turns"][0]["extra"]["unmapped"] == {"": {"x_first": 1}}
+
+
+def test_the_unread_keys_of_reasoning_summary_parts_are_kept_and_written_back_streamed_or_not():
+    story = {
+        "schema_version": "storyline/v1",
+        "session": "s",
+        "agent": {"id": "a", "name": "a"},
+        "started_at": "2026-01-01T00:00:00.000Z",
+        "turns": [
+            {"id": 1, "src": "user", "msg": "hi"},
+            {"id": 2, "src": "agent", "msg": "hello", "reason": "think"},
+        ],
+    }
+    for stream in (False, True):
+        story["turns"][0]["extra"] = {"params": {"stream": True}} if stream else {}
+        records = events.synthesize_wire(
+            events.project_records(events.synthesize_wire(story, "openai-responses")), "openai-responses"
+        )
+        response = next(r for r in records if r["kind"].startswith("http.response"))["payload"]["http"]
+        if stream:
+            response["response_body"] = response["response_body"].replace('"summary_text"', '"summary_text","x_part":7')
+        else:
+            response["response_body"]["output"][0]["summary"][0]["x_part"] = 7
+        story_back = events.project_records(copy.deepcopy(records))
+        agent = story_back["turns"][-1]
+        assert agent["reason"] == "think"
+        assert agent["extra"]["unmapped"]["/0/summary/0"] == {"type": "summary_text", "x_part": 7}
+        again = events.synthesize_wire(story_back, "openai-responses")
+        if stream:  # the stream is the writer's own serialization: the part's key is in it, and reads back
+            assert (
+                '"x_part":7'
+                in next(r for r in again if r["kind"] == "http.response.stream")["payload"]["http"]["response_body"]
+            )
+            assert events.project_records(again) == story_back
+        else:
+            assert again == records
+
+
+def test_a_reasoning_summary_of_several_parts_is_kept_whole_beside_its_joined_reason():
+    story = {
+        "schema_version": "storyline/v1",
+        "session": "s",
+        "agent": {"id": "a", "name": "a"},
+        "started_at": "2026-01-01T00:00:00.000Z",
+        "turns": [{"id": 1, "src": "user", "msg": "hi"}, {"id": 2, "src": "agent", "msg": "ok", "reason": "x"}],
+    }
+    parts = [{"type": "summary_text", "text": "a\n\nb"}, {"type": "summary_text", "text": "c"}]
+    records = events.synthesize_wire(
+        events.project_records(events.synthesize_wire(story, "openai-responses")), "openai-responses"
+    )
+    http = next(r for r in records if r["kind"] == "http.response")["payload"]["http"]
+    http["response_body"]["output"][0]["summary"] = copy.deepcopy(parts)
+    projected = events.project_records(copy.deepcopy(records))
+    agent = projected["turns"][-1]
+    assert agent["reason"] == "a\n\nb\n\nc"
+    assert agent["extra"]["unmapped"]["/0"]["summary"] == parts  # the split, which the joined text lost
+    assert events.synthesize_wire(projected, "openai-responses") == records
+    # streamed: the writer streams both parts (their own part and text events), read back the same
+    projected["turns"][0]["extra"]["params"] = {"stream": True}
+    streamed = events.synthesize_wire(projected, "openai-responses")
+    sse = next(r for r in streamed if r["kind"] == "http.response.stream")["payload"]["http"]["response_body"]
+    added = [e for e in wire.sse_events(sse) if e.get("type") == "response.reasoning_summary_part.added"]
+    assert [e["summary_index"] for e in added] == [0, 1]
+    assert events.project_records(streamed) == projected
 
 
 def _first_difference(a: Any, b: Any, at: str = "") -> str:
