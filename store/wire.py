@@ -654,8 +654,13 @@ def read_block(block: Any, rule: dict[str, Any], kind_key: str = "type") -> dict
 
 def _split_kept(parts: Any, args: tuple[Any, ...]) -> bool:
     """Whether a list of parts is kept whole beside its joined text: when it is not one part with a
-    non-empty text (two parts or more, a part without text), which the joined text cannot give back."""
-    if type(parts) is not list or not parts or not args or type(args[0]) is not str:
+    non-empty text (two parts or more, a part without text, a text instead of the list), which the
+    joined text cannot give back."""
+    if not args or type(args[0]) is not str:
+        return False
+    if type(parts) is not list:  # one text where parts belong (the writer would write a list back)
+        return type(parts) is str
+    if not parts:
         return False
     return (
         len(parts) > 1

@@ -526,6 +526,26 @@ def test_a_reasoning_summary_of_several_parts_is_kept_whole_beside_its_joined_re
     assert events.project_records(streamed) == projected
 
 
+@pytest.mark.parametrize("summary", ["one text where parts belong", ["plain", {"text": "t"}]])
+def test_a_reasoning_summary_that_is_no_list_of_parts_is_kept_as_it_was(summary):
+    """Not the shape the API documents (a text; a part that is no object): kept beside the joined
+    reason, and written back as it was (a text was joined as the reason and written back as a list)."""
+    story = {
+        "schema_version": "storyline/v1",
+        "session": "s",
+        "agent": {"id": "a", "name": "a"},
+        "started_at": "2026-01-01T00:00:00.000Z",
+        "turns": [{"id": 1, "src": "user", "msg": "hi"}, {"id": 2, "src": "agent", "msg": "ok", "reason": "x"}],
+    }
+    records = events.synthesize_wire(
+        events.project_records(events.synthesize_wire(story, "openai-responses")), "openai-responses"
+    )
+    http = next(r for r in records if r["kind"] == "http.response")["payload"]["http"]
+    http["response_body"]["output"][0]["summary"] = copy.deepcopy(summary)
+    projected = events.project_records(copy.deepcopy(records))
+    assert events.synthesize_wire(projected, "openai-responses") == records
+
+
 def _first_difference(a: Any, b: Any, at: str = "") -> str:
     if type(a) is dict and type(b) is dict:
         if list(a) != list(b):
