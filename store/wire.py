@@ -638,8 +638,9 @@ def read_block(block: Any, rule: dict[str, Any], kind_key: str = "type") -> dict
         # the key that typed the block is read, but not what a row reads below it (its other keys are kept)
         typing = [(kind_key,)] if not any(p[:1] == (kind_key,) for p in paths) else []
         residue = _residue(block, [*paths, *typing, ("type",)])
-        if residue is not MISSING:
-            read["unmapped"] = {"type": block["type"], **residue} if "type" in block else residue
+        if residue is not MISSING:  # beside what a call kept whole above (a summary's parts), not over it
+            typed = {"type": block["type"]} if "type" in block else {}
+            read["unmapped"] = {**typed, **residue, **read.get("unmapped", {})}
     if read["to"] in ("msg", "reason") and type(read.get("text")) is not str:
         return {"to": "extra", "block": block}
     if below:

@@ -526,10 +526,21 @@ def test_a_reasoning_summary_of_several_parts_is_kept_whole_beside_its_joined_re
     assert events.project_records(streamed) == projected
 
 
-@pytest.mark.parametrize("summary", ["one text where parts belong", ["plain", {"text": "t"}]])
-def test_a_reasoning_summary_that_is_no_list_of_parts_is_kept_as_it_was(summary):
-    """Not the shape the API documents (a text; a part that is no object): kept beside the joined
-    reason, and written back as it was (a text was joined as the reason and written back as a list)."""
+SUMMARIES = [
+    [{"type": "summary_text", "text": "a"}, {"type": "summary_text", "text": "b"}],
+    "one text where parts belong",
+    ["plain", {"text": "t"}],
+    7,
+    None,
+    {"text": "x"},
+]
+
+
+@pytest.mark.parametrize("summary", SUMMARIES, ids=["two parts", "a text", "a plain part", "7", "null", "an object"])
+def test_a_reasoning_item_with_its_id_and_any_summary_comes_back_as_it_was(summary):
+    """A recorded reasoning item (its own id, as the API gives one) whose summary the joined reason
+    cannot give back: several parts, or not the documented list of parts.  The summary is kept
+    beside the item's other unread keys (the id), not overwritten by them, and written back as it was."""
     story = {
         "schema_version": "storyline/v1",
         "session": "s",
@@ -537,13 +548,15 @@ def test_a_reasoning_summary_that_is_no_list_of_parts_is_kept_as_it_was(summary)
         "started_at": "2026-01-01T00:00:00.000Z",
         "turns": [{"id": 1, "src": "user", "msg": "hi"}, {"id": 2, "src": "agent", "msg": "ok", "reason": "x"}],
     }
-    records = events.synthesize_wire(
-        events.project_records(events.synthesize_wire(story, "openai-responses")), "openai-responses"
-    )
-    http = next(r for r in records if r["kind"] == "http.response")["payload"]["http"]
-    http["response_body"]["output"][0]["summary"] = copy.deepcopy(summary)
+    records = events.synthesize_wire(story, "openai-responses")
+    for record in records:  # as a proxy records them: no synthesis notes, no made-up values
+        record["payload"] = {k: v for k, v in record["payload"].items() if k in ("protocol", "http")}
+    item = next(r for r in records if r["kind"] == "http.response")["payload"]["http"]["response_body"]["output"][0]
+    item.update(id="rs_0123", summary=copy.deepcopy(summary))
     projected = events.project_records(copy.deepcopy(records))
-    assert events.synthesize_wire(projected, "openai-responses") == records
+    again = events.synthesize_wire(projected, "openai-responses")
+    response = next(r for r in again if r["kind"] == "http.response")["payload"]["http"]["response_body"]
+    assert response["output"][0] == item
 
 
 def _first_difference(a: Any, b: Any, at: str = "") -> str:
