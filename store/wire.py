@@ -1246,12 +1246,15 @@ def kept_values(message: Message) -> dict[str, dict[str, bytes]]:
         else:
             into[where] = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
+    def unread(kept: Any) -> Any:  # a kept object's ``type`` names its kind, read to choose its rule
+        return {k: v for k, v in kept.items() if k != "type"} if type(kept) is dict else kept
+
     for b in message.blocks:
         place = b.get("at", "")
         if "unmapped" in b:
-            leaves(b["unmapped"], "", out.setdefault(place, {}))
+            leaves(unread(b["unmapped"]), "", out.setdefault(place, {}))
         for below, rest in b.get("parts_unmapped", {}).items():
-            leaves(rest, "", out.setdefault(place + below, {}))
+            leaves(unread(rest), "", out.setdefault(place + below, {}))
         if b["to"] == "extra":
             out.setdefault(place, {})[""] = orjson.dumps(b["block"], option=orjson.OPT_SORT_KEYS)
     message.kept = out
