@@ -462,17 +462,19 @@ def test_a_later_copy_that_leaves_out_what_the_first_kept_is_no_change():
     assert story["turns"][0]["extra"]["unmapped"] == {"": {"x_first": 1}}
 
 
-def test_the_unread_keys_of_reasoning_summary_parts_are_kept_and_written_back_streamed_or_not():
-    story = {
+def _reasoning_story(msg: str, reason: str) -> dict[str, Any]:
+    """A user turn and an agent turn with a message and its reasoning."""
+    return {
         "schema_version": "storyline/v1",
         "session": "s",
         "agent": {"id": "a", "name": "a"},
         "started_at": "2026-01-01T00:00:00.000Z",
-        "turns": [
-            {"id": 1, "src": "user", "msg": "hi"},
-            {"id": 2, "src": "agent", "msg": "hello", "reason": "think"},
-        ],
+        "turns": [{"id": 1, "src": "user", "msg": "hi"}, {"id": 2, "src": "agent", "msg": msg, "reason": reason}],
     }
+
+
+def test_the_unread_keys_of_reasoning_summary_parts_are_kept_and_written_back_streamed_or_not():
+    story = _reasoning_story("hello", "think")
     for stream in (False, True):
         story["turns"][0]["extra"] = {"params": {"stream": True}} if stream else {}
         records = events.synthesize_wire(
@@ -499,13 +501,7 @@ def test_the_unread_keys_of_reasoning_summary_parts_are_kept_and_written_back_st
 
 
 def test_a_reasoning_summary_of_several_parts_is_kept_whole_beside_its_joined_reason():
-    story = {
-        "schema_version": "storyline/v1",
-        "session": "s",
-        "agent": {"id": "a", "name": "a"},
-        "started_at": "2026-01-01T00:00:00.000Z",
-        "turns": [{"id": 1, "src": "user", "msg": "hi"}, {"id": 2, "src": "agent", "msg": "ok", "reason": "x"}],
-    }
+    story = _reasoning_story("ok", "x")
     parts = [{"type": "summary_text", "text": "a\n\nb"}, {"type": "summary_text", "text": "c"}]
     records = events.synthesize_wire(
         events.project_records(events.synthesize_wire(story, "openai-responses")), "openai-responses"
@@ -541,13 +537,7 @@ def test_a_reasoning_item_with_its_id_and_any_summary_comes_back_as_it_was(summa
     """A recorded reasoning item (its own id, as the API gives one) whose summary the joined reason
     cannot give back: several parts, or not the documented list of parts.  The summary is kept
     beside the item's other unread keys (the id), not overwritten by them, and written back as it was."""
-    story = {
-        "schema_version": "storyline/v1",
-        "session": "s",
-        "agent": {"id": "a", "name": "a"},
-        "started_at": "2026-01-01T00:00:00.000Z",
-        "turns": [{"id": 1, "src": "user", "msg": "hi"}, {"id": 2, "src": "agent", "msg": "ok", "reason": "x"}],
-    }
+    story = _reasoning_story("ok", "x")
     records = events.synthesize_wire(story, "openai-responses")
     for record in records:  # as a proxy records them: no synthesis notes, no made-up values
         record["payload"] = {k: v for k, v in record["payload"].items() if k in ("protocol", "http")}
