@@ -189,7 +189,7 @@ _COMMENT_SAFE = re.compile(r"[^A-Za-z0-9_.\-\[\] ]")
 
 
 def row_comment(rule: Rule) -> str:
-    """``# atif.yaml:61 rules[15]``: the YAML row the code below it comes from.  The file name is
+    """``# spec.yaml:61 rules[15]``: the YAML row the code below it comes from.  The file name is
     spec text: anything but plain name characters becomes ``?``, so no line break can end the
     comment early; the line number and the label are the reader's own."""
     at = rule.spec.at

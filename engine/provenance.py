@@ -116,7 +116,7 @@ def _lost_in_hop(
         # A document of one member of a tree of documents (a format writing each Storyline of a tree
         # as a stream of its own) cannot be exported alone, its links naming Storylines of other
         # documents: what the hop does to its own values is tried without them (the hop law over
-        # generated Codex thread trees found the root's values lost through ATIF).
+        # generated trees of linked streams found the root's values lost through a tree format).
         alone = [{k: v for k, v in s.items() if k not in ("children", "parent")} for s in stories]
         if alone == stories:
             return {}, {}  # the export itself fails, and says why: nothing is written to carry anything for
@@ -136,7 +136,7 @@ def _lost_in_hop(
             back = [_with_tree(b, links.get(n) or {}) for n, b in enumerate(back)]
         again = _rebuilt(program, back, rebuild)
         # One Storyline needs its tree keys only where they name its node in A's document (an
-        # ACTF attempt id, lost by a format without attempts): else A's own residuals would
+        # attempt key, lost by a format without attempts): else A's own residuals would
         # rebuild the document under another key than the one its envelope entries name.
         moved = len(stories) == len(back) == len(again) == 1 and again[0].stories[0].carrier != doc.stories[0].carrier
         if moved and (links := _lost_links(stories, back)):

@@ -4,8 +4,8 @@ A selection is a list of alternatives, tried in order; the first that finds a va
 
     select:
       output:
-        - {at: /response, has: {call: openai_has_output}}          # this value, if it passes
-        - {last: /messages, where: {/role: assistant}, has: {call: openai_has_output}}
+        - {at: /response, has: {call: has_output}}          # this value, if it passes
+        - {last: /messages, where: {/role: assistant}, has: {call: has_output}}
 
 `at` names one value; `last` / `first` name an array whose last / first matching element is
 taken.  `where` maps pointers (relative to the candidate) to the values they must hold; `has`

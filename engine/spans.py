@@ -319,14 +319,20 @@ def _value(spec: SpanSpec, v: Any, at: str = "") -> Any:
             raise _fail(spec.codes["invalid"], f"{at}/{kind}/{spec.list_key}", "expected a list")
         if how == "list":
             return [_value(spec, x, f"{at}/{kind}/{spec.list_key}/{n}") for n, x in enumerate(items)]
-        out = {}
-        for n, kv in enumerate(items):
-            here = f"{at}/{kind}/{spec.list_key}/{n}"
-            if type(kv) is not dict or type(kv.get(spec.key_key)) is not str:
-                raise _fail(spec.codes["invalid"], here, f"expected an object with a string {spec.key_key!r}")
-            out[kv[spec.key_key]] = _value(spec, kv.get(spec.value_key), f"{here}/{spec.value_key}")
-        return out
+        return _keyed(spec, items, f"{at}/{kind}/{spec.list_key}", "an object")
     return inner
+
+
+def _keyed(spec: SpanSpec, items: list[Any], at: str, what: str) -> dict[str, Any]:
+    """A list of `{key, value}` entries (at `at`) read as an object (a repeated key: the last wins);
+    an entry that is no such object is refused at its pointer."""
+    out = {}
+    for n, kv in enumerate(items):
+        here = f"{at}/{n}"
+        if type(kv) is not dict or type(kv.get(spec.key_key)) is not str:
+            raise _fail(spec.codes["invalid"], here, f"expected {what} with a string {spec.key_key!r}")
+        out[kv[spec.key_key]] = _value(spec, kv.get(spec.value_key), f"{here}/{spec.value_key}")
+    return out
 
 
 def attributes(spec: SpanSpec, span: dict[str, Any], at: str = "") -> dict[str, Any]:
@@ -337,13 +343,7 @@ def attributes(spec: SpanSpec, span: dict[str, Any], at: str = "") -> dict[str, 
         return {}
     if type(listed) is not list:
         raise _fail(spec.codes["invalid"], f"{at}/{spec.attributes_key}", "expected a list of attributes")
-    out = {}
-    for n, a in enumerate(listed):
-        here = f"{at}/{spec.attributes_key}/{n}"
-        if type(a) is not dict or type(a.get(spec.key_key)) is not str:
-            raise _fail(spec.codes["invalid"], here, f"expected an attribute: an object with a string {spec.key_key!r}")
-        out[a[spec.key_key]] = _value(spec, a.get(spec.value_key), f"{here}/{spec.value_key}")
-    return out
+    return _keyed(spec, listed, f"{at}/{spec.attributes_key}", "an attribute: an object")
 
 
 # --- reading -----------------------------------------------------------------------------------

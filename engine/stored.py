@@ -1,6 +1,6 @@
 """A compiled shipped spec kept in the spec cache, loaded without the spec reader, the compiler or codegen.
 
-A run of a shipped spec (`mapc run atif FILE`) otherwise reads the spec's data, checks it, compiles it
+A run of a shipped spec (`mapc run NAME FILE`) otherwise reads the spec's data, checks it, compiles it
 and writes its code on every start.  Here the finished `Program` is kept whole: its values pickled
 (the spec, the scopes of rule objects, the count tree) beside the bytecode of its generated functions
 and the constants that code names, and loaded back by unpickling and running that bytecode in a

@@ -725,7 +725,7 @@ def _link_by_parent(root: dict[str, Any], children: list[dict[str, Any]]) -> Non
         owner = by_session.get((story.get("parent") or {}).get("psid"))
         if owner is None or owner is story:
             continue
-        story.setdefault("trajectory", story["session"])  # a child's name in its tree (ATIF's subagent id)
+        story.setdefault("trajectory", story["session"])  # a child's name in its tree (a subagent's id there)
         owner.setdefault("children", []).append(story["session"])
 
 
