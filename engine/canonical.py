@@ -121,29 +121,39 @@ def _quote(text: str) -> str:
 
 
 def _encode(value: Any) -> bytes:
-    """The pure-Python canonical encoder (the slow path; see `canonical_bytes`)."""
+    """The pure-Python canonical encoder (the slow path; see `canonical_bytes`).
+
+    It walks with its own stack, not Python's: JSON is parsed up to 1,024 levels deep, and a
+    recursive walk ran out of frames below that (a 1,000-level value in an ATIF `extra`)."""
     parts: list[str] = []
     append = parts.append
-
-    def emit(v: Any) -> None:
+    # A pending item is a value to emit, or a str already encoded (a separator or a closing bracket).
+    stack: list[tuple[bool, Any]] = [(False, value)]
+    while stack:
+        done, v = stack.pop()
+        if done:
+            append(v)
+            continue
         t = type(v)
         if t is str:
             append(_quote(v))
         elif t is dict:
             append("{")
-            for i, key in enumerate(sorted(v)):
+            keys = sorted(v)
+            for key in keys:
                 if type(key) is not str:
                     raise TypeError(f"object keys must be strings, not {type(key).__name__}")
-                append("," + _quote(key) + ":" if i else _quote(key) + ":")
-                emit(v[key])
-            append("}")
+            stack.append((True, "}"))
+            for i in range(len(keys) - 1, -1, -1):
+                stack.append((False, v[keys[i]]))
+                stack.append((True, "," + _quote(keys[i]) + ":" if i else _quote(keys[i]) + ":"))
         elif t is list:
             append("[")
-            for i, item in enumerate(v):
+            stack.append((True, "]"))
+            for i in range(len(v) - 1, -1, -1):
+                stack.append((False, v[i]))
                 if i:
-                    append(",")
-                emit(item)
-            append("]")
+                    stack.append((True, ","))
         elif v is None:
             append("null")
         elif v is True:
@@ -157,7 +167,6 @@ def _encode(value: Any) -> bytes:
         else:
             raise TypeError(f"{t.__name__} is not a JSON value")
 
-    emit(value)
     # "strict" refuses lone surrogates: serde strings are UTF-8 and cannot hold them.
     return "".join(parts).encode("utf-8")
 

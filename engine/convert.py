@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
@@ -202,16 +203,26 @@ def _recount(story: dict[str, Any]) -> None:
         story["unknown_key_counts"] = counts
 
 
+# Frames a conversion may use: 1,024 parsed levels, a few frames each for the deepest walk.
+_WALK_FRAMES = 20_000
+
+
 def _bounded_depth(fn: Callable[P, R]) -> Callable[P, R]:
     """A value nested deeper than Python can walk is a problem of the input, not a crash: JSON is
     refused past 1,024 levels when parsed, but a format may nest what it holds further."""
 
     @functools.wraps(fn)
     def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
+        # The walks (comparison, diff, residuals) take a few frames per level, nested inside the
+        # conversion's own: Python's default 1,000 ran out on values parsed well under 1,024 levels.
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, _WALK_FRAMES))
         try:
             return fn(*args, **kwargs)
         except RecursionError:
             raise MapcError.single("input.too_deep", "", "a value is nested too deeply to convert") from None
+        finally:
+            sys.setrecursionlimit(limit)
 
     return guarded
 

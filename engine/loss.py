@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -252,7 +253,14 @@ def _size(value: Any) -> int:
     try:
         return len(orjson.dumps(value))
     except orjson.JSONEncodeError:
+        pass  # past orjson's 254 levels, or an integer beyond 64 bits: the standard library below
+    # JSON is parsed up to 1,024 levels and each costs the encoder a few frames (as provenance does).
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 5_000))
+    try:
         return len(json.dumps(value, ensure_ascii=False, default=repr))
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def story_changes(

@@ -322,3 +322,16 @@ def test_document_id_ignores_key_order(value: dict[str, Any], rnd: random.Random
     items = list(value.items())
     rnd.shuffle(items)
     assert document_id(dict(items)) == document_id(value)
+
+
+def test_the_slow_encoder_walks_past_pythons_frames():
+    """`_encode` (past orjson's 254 levels) walked recursively and ran out of frames below the 1,024
+    levels mapc parses; it is the same bytes as orjson's sorted encoding where both can write."""
+    from mapc.engine.canonical import _encode
+
+    deep: object = "x"
+    for n in range(1_024):
+        deep = [deep] if n % 2 else {"b": deep, "a": n}
+    assert _encode(deep).startswith(b'[{"a":1022,"b":[{"a":1020,')
+    shallow = {"b": [1, {"z": None, "a": "é\n"}, []], "a": True, "c": {}}
+    assert _encode(shallow) == orjson.dumps(shallow, option=orjson.OPT_SORT_KEYS)
