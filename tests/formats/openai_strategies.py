@@ -16,6 +16,15 @@ from hypothesis import strategies as st
 
 TEXT = st.text(alphabet="abcdefghij klmnop", min_size=1, max_size=12)
 NAMES = st.sampled_from(["search", "open_file", "run", "edit"])
+def _nested(depth: int) -> Any:
+    out: Any = "leaf"
+    for n in range(depth):
+        out = [out] if n % 2 else {"d": out}
+    return out
+
+
+# A deeply nested unknown value (rare): as deep as orjson writes with a row and an envelope around it.
+DEEP = st.builds(_nested, st.integers(20, 200))
 UNKNOWN = st.dictionaries(st.sampled_from(["x_vendor", "x/slash", "x~tilde", "0"]), st.integers(0, 9), max_size=1)
 ARGS = st.one_of(
     st.dictionaries(st.sampled_from(["q", "path", "n"]), st.one_of(TEXT, st.integers(0, 99)), max_size=2),
@@ -96,6 +105,9 @@ def session(draw: Any, sid: str, calls: list[int]) -> list[dict[str, Any]]:
             clean = {"name": function["name"], "arguments": arguments}  # history: as the export writes it
             clean_calls.append({"id": call_id, "type": "function", "function": clean})
             results.append({"role": "tool", "tool_call_id": call_id, "content": draw(TEXT)})
+        if response.get("tool_calls") and not refused and draw(st.integers(0, 3)) == 0:
+            response["content"] = None  # the explicit null of a turn that only calls tools
+            text = None
         clean_response = {k: v for k, v in response.items() if k not in ("tool_calls", "refusal")}
         clean_response["content"] = text
         if clean_calls:
@@ -126,6 +138,8 @@ def session(draw: Any, sid: str, calls: list[int]) -> list[dict[str, Any]]:
             row["meta_json"] = meta
         row.update(draw(DISAGREEING))
         row.update(draw(UNKNOWN))
+        if draw(st.integers(0, 9)) == 0:
+            row["x_deep"] = draw(DEEP)
         rows.append(row)
         history = [*history, {"role": "user", "content": user["content"]}, *results, clean_response]
         # (the history says the user message as the export writes it: its content, no other key)
