@@ -231,26 +231,54 @@ def _carriers(group: Group) -> tuple[str, tuple[str, ...]]:
 
 def _unknown_keys(spec: Spec, group: Group, story: dict[str, Any]) -> dict[str, Any]:
     """Keys of the group's rows that no `objects` entry knows and no `consume` entry reads."""
-    assert spec.rows is not None
-    consume = {c.at.tokens: c for c in spec.rows.consume}
     out: dict[str, Any] = {}
-    for template, known, _ in spec.objects:
-        if len(template.tokens) < 2:
-            continue  # the document root: its keys are handled with the rows
+    for below, plain, open_, here in _residual_plan(spec):
         for r, row in group.rows:
-            for steps, obj in collect(row, template.tokens[2:]):
-                path = [r, *steps_path(steps)]
+            for steps, obj in collect(row, below):
                 if type(obj) is not dict:
                     if obj is not None:
-                        out[pointer.join(group.at, *path)] = obj
+                        out[pointer.join(group.at, r, *steps_path(steps))] = obj
                     continue
+                # The common case, asked of the key set at once: every key known (or the object open)
+                # and none read only under a condition.  Otherwise key by key, in the object's order.
+                if obj.keys().isdisjoint(here) if open_ else obj.keys() <= plain:
+                    continue
+                path = [r, *steps_path(steps)]
                 for key, value in obj.items():
-                    rule = consume.get((*template.tokens, key))
-                    if rule is None and (key in known or "*" in known):  # "*": an open object
+                    rule = here.get(key)
+                    if rule is None and (open_ or key in plain):
                         continue
                     if rule is None or not _consumed(rule, value, path, group, story):
                         out[pointer.join(group.at, *path, key)] = value
     return out
+
+
+Plan = tuple[tuple[tuple[str | Var, ...], frozenset[str], bool, dict[str, Consume]], ...]
+_PLANS: dict[int, tuple[Spec, Plan]] = {}
+
+
+def _residual_plan(spec: Spec) -> Plan:
+    """Per object template below a row: its tokens below `/{rows}/{r}`, the keys it knows that no
+    `consume` entry reads, whether it is open ("*"), and its `consume` entries by key.  Made once per
+    spec (the spec is kept beside its plan, so an id is never reused for another spec's)."""
+    cached = _PLANS.get(id(spec))
+    if cached is not None and cached[0] is spec:
+        return cached[1]
+    assert spec.rows is not None
+    plan = []
+    for template, known, _ in spec.objects:
+        if len(template.tokens) < 2:
+            continue  # the document root: its keys are handled with the rows
+        here = {
+            c.at.tokens[-1]: c
+            for c in spec.rows.consume
+            if c.at.tokens[:-1] == template.tokens and type(c.at.tokens[-1]) is str
+        }
+        plan.append((template.tokens[2:], frozenset(known - set(here)), "*" in known, here))
+    if len(_PLANS) > 64:
+        _PLANS.clear()
+    _PLANS[id(spec)] = (spec, tuple(plan))
+    return tuple(plan)
 
 
 def _consumed(rule: Consume, value: Any, path: list[Any], group: Group, story: dict[str, Any]) -> bool:
@@ -258,14 +286,14 @@ def _consumed(rule: Consume, value: Any, path: list[Any], group: Group, story: d
         return value is None or is_empty(value)
     if rule.when is not None:
         return CONDITIONS[rule.when].test(value)
-    bindings = {t.name: p for t, p in zip(rule.at.tokens[1:], path, strict=False) if isinstance(t, Var)}
-    return json_equal(value, _value(rule.equals, bindings, group, story))
+    return json_equal(value, _value(rule.equals, rule, path, group, story))
 
 
-def _value(ref: Any, bindings: dict[str, Any], group: Group, story: dict[str, Any]) -> Any:
-    """What a `consume.equals` names: a source pointer (same variables), a Storyline value, a constant,
-    or the first of several that is present and not null."""
+def _value(ref: Any, rule: Consume, path: list[Any], group: Group, story: dict[str, Any]) -> Any:
+    """What a `consume.equals` names: a source pointer (same variables as the rule's, bound by `path`),
+    a Storyline value, a constant, or the first of several that is present and not null."""
     if isinstance(ref, str):
+        bindings = {t.name: p for t, p in zip(rule.at.tokens[1:], path, strict=False) if isinstance(t, Var)}
         tokens = [str(bindings[t.name]) if isinstance(t, Var) else t for t in parse_template(ref).tokens]
         row = dict(group.rows).get(int(tokens[1])) if len(tokens) > 1 and tokens[1].isdigit() else None
         return pointer.resolve(row, tuple(tokens[2:])) if row is not None else MISSING
@@ -275,7 +303,7 @@ def _value(ref: Any, bindings: dict[str, Any], group: Group, story: dict[str, An
         return ref["const"]
     if isinstance(ref, dict) and "first_of" in ref:
         for item in ref["first_of"]:
-            found = _value(item, bindings, group, story)
+            found = _value(item, rule, path, group, story)
             if found is not MISSING and found is not None:
                 return found
     return MISSING
