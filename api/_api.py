@@ -225,11 +225,13 @@ def convert_reported(
 ) -> tuple[Any, Report]:
     """`convert` and its loss report, ``(document, report)``: the report `mapc convert` prints and
     writes with ``--report`` (``envelope=False`` is ``--no-envelope``, ``strict=True`` ``--strict``)."""
-    stories = into_storyline(from_fmt, data, jsonl=jsonl, path=path, options=options)
+    raw, is_jsonl, doc_path = _read(data, jsonl, path)
+    stories = into_storyline(from_fmt, raw, jsonl=is_jsonl, path=doc_path, options=options)
     to = format_name(to_fmt, "to_fmt")
     document, report = _convert.from_storyline_reported(
         to, stories, from_format=format_name(from_fmt, "from_fmt"), keep_envelope=bool(envelope)
     )
+    report = report.with_input(raw, document, lines=is_jsonl)
     if strict and not report.exact:
         raise MapcError.single(
             "convert.not_exact", "", f"the conversion is not exact ({report.summary()}); strict refuses it"
