@@ -402,3 +402,31 @@ def test_a_tree_is_written_back_as_the_session_and_its_subagent_files(tmp_path: 
         written = records(out.parent / path.relative_to(DIR))
         # what ATIF could not say of the tree (the spawning call) rides in the first record's envelope
         assert [{k: v for k, v in r.items() if k != "_storyline"} for r in written] == records(path)
+
+
+def test_a_single_session_file_is_converted_with_the_subagents_beside_it(tmp_path: Path) -> None:
+    """`mapc convert SESSION.jsonl` (no directory) reads SESSION/subagents/agent-*.jsonl beside it:
+    → atif nests them as subagent_trajectories; → claude-code -o writes them back beside the output."""
+    from click.testing import CliRunner
+
+    for path in [SESSION_FILE, *SUBAGENTS]:
+        (tmp_path / "in" / path.relative_to(DIR)).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "in" / path.relative_to(DIR)).write_bytes(path.read_bytes())
+    session = tmp_path / "in" / SESSION_FILE.name
+    result = CliRunner().invoke(cli, ["convert", str(session), "--to", "atif", "-o", str(tmp_path / "run.json")])
+    assert result.exit_code == 0, result.output
+    doc = json.loads((tmp_path / "run.json").read_bytes())
+    assert [s["trajectory_id"] for s in doc["subagent_trajectories"]] == [
+        f"{SESSION_FILE.stem}/agent-a881341",
+        f"{SESSION_FILE.stem}/agent-acompact-fffbd0",
+    ]
+    alone = tmp_path / "alone.jsonl"  # without the subagents beside it: no children
+    alone.write_bytes(SESSION_FILE.read_bytes())
+    result = CliRunner().invoke(cli, ["convert", str(alone), "--to", "atif"])
+    assert result.exit_code == 0, result.output
+    assert "subagent_trajectories" not in json.loads(result.stdout)
+    out = tmp_path / "back" / SESSION_FILE.name
+    result = CliRunner().invoke(cli, ["convert", str(session), "--to", "claude-code", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    for path in [SESSION_FILE, *SUBAGENTS]:
+        assert records(out.parent / path.relative_to(DIR)) == records(path)
