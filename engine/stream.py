@@ -744,6 +744,13 @@ def reverse(spec: StreamSpec, source: str, stories: list[dict[str, Any]]) -> lis
     for n, story in enumerate(stories):
         fields = _own(story, source)
         records = _in_place(spec, story, fields, n, source) if fields else _written(spec, story, n)
+        if not records:  # read back, an empty stream is no stream (and has no record to carry an envelope)
+            raise MapcError.single(
+                "export.unrepresentable",
+                f"/{n}/turns",
+                f"a Storyline without turns: a {source} stream is one record at least, and no record kind of "
+                f"this format is written for a Storyline that has none",
+            )
         out.append(Rebuilt(records, (Mapped(story, ROOT),)))  # type: ignore[arg-type]
     return out
 
