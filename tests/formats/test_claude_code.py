@@ -430,3 +430,44 @@ def test_a_single_session_file_is_converted_with_the_subagents_beside_it(tmp_pat
     assert result.exit_code == 0, result.output
     for path in [SESSION_FILE, *SUBAGENTS]:
         assert records(out.parent / path.relative_to(DIR)) == records(path)
+
+
+def test_a_turn_appended_to_the_storyline_is_threaded_with_made_ids_the_report_lists() -> None:
+    recs = [_user("u1", None, "first"), _assistant("a1", "u1", "answer", "m1")]
+    (story,) = mapc.into_storyline("claude-code", jsonl(recs))
+    call = {"tcid": "toolu_new", "fn": "Bash", "args": {"command": "ls"}}
+    story["turns"] += [
+        {"id": 3, "src": "user", "msg": "more", "ts": "2026-02-11T20:01:00.000Z"},
+        {
+            "id": 4,
+            "src": "agent",
+            "msg": "",
+            "model": "claude-opus-4-6",
+            "ts": "2026-02-11T20:01:01.000Z",
+            "tool_calls": [call],
+            "observation": {"results": [{"source_call_id": "toolu_new", "content": "a b"}]},
+        },
+    ]
+    out = plain(mapc.from_storyline("claude-code", [story]))
+    assert out[:2] == recs and len(out) == 5  # the read records as they were, then the new turns' records
+    new = out[2:]
+    assert [r["type"] for r in new] == ["user", "assistant", "user"]  # the result as a tool_result record
+    assert [r["parentUuid"] for r in new] == ["a1", new[0]["uuid"], new[1]["uuid"]]  # threaded to the previous
+    assert len({r["uuid"] for r in new}) == 3 and all(r["sessionId"] == SESSION for r in new)
+    assert plain(mapc.from_storyline("claude-code", [story])) == out  # made deterministically
+    validator = reference_validator("claude-code")
+    assert all(validator.is_valid(r) for r in out)
+    (again,) = mapc.into_storyline("claude-code", jsonl(out))
+    assert [(t["src"], t["msg"]) for t in again["turns"]][2:] == [("user", "more"), ("agent", "")]
+    assert again["turns"][3]["observation"]["results"][0]["content"] == "a b"
+    _, report = mapc.convert_reported("storyline", "claude-code", orjson.dumps(story))
+    made = {s.pointer: s.value for s in report.synthesized}
+    fields = "/unknown_fields/sources/claude-code/fields/"
+    assert made[fields + "~12~1uuid"] == new[0]["uuid"] and made[fields + "~12~1parentUuid"] == "a1"
+    assert made[fields + "~14~1parentUuid"] == new[1]["uuid"]
+    assert not any(p.startswith((fields + "~10~1", fields + "~11~1")) for p in made)  # nothing made for the read
+    assert fields in report.line() and report.exact  # made, not lost: the way back needs none of them
+    _, same = mapc.convert_reported(
+        "storyline", "claude-code", orjson.dumps(mapc.into_storyline("claude-code", jsonl(recs))[0])
+    )
+    assert same.synthesized == ()
