@@ -471,3 +471,25 @@ def test_a_turn_appended_to_the_storyline_is_threaded_with_made_ids_the_report_l
         "storyline", "claude-code", orjson.dumps(mapc.into_storyline("claude-code", jsonl(recs))[0])
     )
     assert same.synthesized == ()
+
+
+def test_an_older_sessions_sidechain_chain_is_kept_whole_beside_the_main_chain() -> None:
+    """An older version's Task subagent written inside the session file (its own chain, every record
+    `isSidechain: true`): not turns of the session (no child Storyline yet: docs/formats.md), kept
+    whole at their lines, so the file comes back the same, through every format."""
+    side = {"isSidechain": True}
+    recs = [
+        _user("u1", None, "go"),
+        _assistant("a1", "u1", "delegating", "m1"),
+        {**_user("s1", None, "Task: look"), **side},
+        {**_assistant("s2", "s1", "found it", "ms"), **side},
+        _user("u2", "a1", "thanks"),
+    ]
+    (story,) = mapc.into_storyline("claude-code", jsonl(recs))
+    assert [t["msg"] for t in story["turns"]] == ["go", "delegating", "thanks"]
+    fields = story["unknown_fields"]["sources"]["claude-code"]["fields"]
+    assert fields["/2"] == recs[2] and fields["/3"] == recs[3]
+    assert round_trip(recs) == recs
+    for b in OTHERS:
+        back = plain(mapc.from_storyline("claude-code", hop_in(b, hop_out(b, [story]))))
+        assert without_source(back, b) == recs, b
