@@ -752,6 +752,7 @@ class _Plan:
         self.row_writers: dict[int, Writer] = {}  # by id of a field of this fan-out's kinds
         self.element_fields = {k.name: tuple(_writer(f) for f in k.fields if _writes(f, True)) for k in fan.kinds}
         self.history = pointer.parse(fan.back["history"])
+        self.row_items: dict[str, RowItem] = {}  # a row's value: who writes it (computed once per target)
 
 
 def _writes(f: Field, element: bool) -> bool:
@@ -765,6 +766,7 @@ def _writes(f: Field, element: bool) -> bool:
 
 
 Writer = Callable[[dict[str, Any], dict[str, Any], Any], None]
+RowItem = tuple[tuple[bool, str | None, str | None, Tokens, Writer], ...]
 
 
 def _writer(f: Field, element: bool = True) -> Writer:
@@ -859,25 +861,31 @@ class _Rows:
         if not interactions:
             message = str(self.fan.back.get("unrepresentable") or "a Storyline without a turn that makes a row")
             raise MapcError.single("export.unrepresentable", "/turns", message)
+        # The messages so far: one list added to in place; each row is given a copy.
         history = [m for turn in context for m in self._messages(turn)]
         steps = self._steps(interactions, len(context))
         rows = []
         history_at = self.plan.history
+        plain = ("history", self.row_kind.name)
+        items = [(item, () if item in plain else self._row_item(item)) for item in self.fan.back["order"]]
         for (request, response, skipped), step in zip(interactions, steps, strict=True):
-            history = [*history, *(m for turn in skipped for m in self._messages(turn))]
+            for turn in skipped:
+                history.extend(self._messages(turn))
             asked = self._message(request) if request is not None else self._asked()
             results = self._results(response)
             row: dict[str, Any] = {}
             _put(row, self.group_at_row(), pointer.resolve(self.story, self.group_at))
             _put(row, self.model.order_by.tokens, step)
-            for item in self.fan.back["order"]:
+            for item, writers in items:
                 if item == "history":
                     _put(row, history_at, [*history, asked, *results])
                 elif item == self.row_kind.name:
                     self._element(row, self.row_kind, response, step)
                 else:
-                    self._row_value(row, item, [response, request], step)
-            history = [*history, asked, *results, self._element({}, self.row_kind, response, step, home=False)]
+                    self._row_value(row, writers, response, request, step)
+            history.append(asked)
+            history.extend(results)
+            history.append(self._element({}, self.row_kind, response, step, home=False))
             rows.append(row)
         return rows
 
@@ -942,22 +950,40 @@ class _Rows:
             _put(row, self.model.selections[kind.select].alternatives[0].at, out)
         return out
 
-    def _row_value(self, row: dict[str, Any], target: str, turns: list[Any], step: int) -> None:
-        """The row values written back from the turn field(s) writing `target`: the first of `turns`
-        that holds the target decides (a null holds it too)."""
-        for field, turn in zip(self._writers(target), turns, strict=True):
-            if field is None or turn is None:
+    def _row_value(
+        self, row: dict[str, Any], writers: RowItem, response: dict[str, Any], request: Any, step: int
+    ) -> None:
+        """The row values written back from the turn field(s) writing a target (`_row_item`): the
+        first of the response and request turns that holds the target decides (a null holds it too)."""
+        for of_response, spread, key, tokens, write in writers:
+            turn = response if of_response else request
+            if turn is None:
                 continue
-            if field.spread is not None:
-                spreads.reverse(self.model.spread, row, turn, self.story, field.spread)
+            if spread is not None:
+                spreads.reverse(self.model.spread, row, turn, self.story, spread)
                 return
-            if pointer.resolve(turn, field.to) is MISSING:
+            there = turn.get(key, MISSING) if key is not None and type(turn) is dict else pointer.resolve(turn, tokens)
+            if there is MISSING:
                 continue
-            write = self._row_writers.get(id(field))
-            if write is None:
-                write = self._row_writers[id(field)] = _writer(field, element=False)
             write(turn, row, step)
             return
+
+    def _row_item(self, target: str) -> RowItem:
+        """Who writes the row value `target` back, in order: the row kind's field, then the request
+        kind's (whether it reads the response turn, its spread, its key or pointer, its writer)."""
+        found = self.plan.row_items.get(target)
+        if found is None:
+            out = []
+            for of_response, field in zip((True, False), self._writers(target), strict=True):
+                if field is None:
+                    continue
+                write = self._row_writers.get(id(field))
+                if write is None:
+                    write = self._row_writers[id(field)] = _writer(field, element=False)
+                key = field.to[0] if len(field.to) == 1 else None
+                out.append((of_response, field.spread, key, field.to, write))
+            found = self.plan.row_items[target] = tuple(out)
+        return found
 
     def _writers(self, target: str) -> tuple[Field | None, Field | None]:
         """The row kind's and the request kind's field writing the turn's `target` (computed once)."""
