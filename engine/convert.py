@@ -631,6 +631,8 @@ def from_storyline_reported(
         )
     else:
         lost, made = loss.story_changes(stories, back)
+        if fmt != STORYLINE and _codec(fmt) is None:  # record values the export made up, no Storyline value said
+            made += loss.residuals_made(stories, back, program_for(fmt).spec.source)
         if _carried_home(fmt, stories):
             lost = ()  # what A's way back needs of these is what the envelope carries
     report = loss.Report(

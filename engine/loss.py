@@ -332,6 +332,32 @@ def story_changes(
     return tuple(lost), tuple(made)
 
 
+def residuals_made(before: list[dict[str, Any]], after: list[dict[str, Any]], source: str) -> tuple[Said, ...]:
+    """Values the export wrote into B's records that no Storyline value said: B's reading keeps them
+    as residuals of B's own `source`, which the input Storyline (one read from B, holding such
+    residuals) lacked — e.g. the ids of a record written for a turn appended after the Storyline
+    was read.  Located in B's reading: ``/unknown_fields/sources/{source}/fields/{pointer}``."""
+    if len(before) != len(after):
+        return ()
+    made: list[Said] = []
+    for k, (a, b) in enumerate(zip(before, after, strict=True)):
+        had = _fields(a, source)
+        if had is None:  # not read from B: written anew, as the format's notes say (docs/formats.md)
+            continue
+        base = f"/{k}" if len(before) > 1 else ""
+        at = f"{base}/unknown_fields/sources/{pointer.escape(source)}/fields/"
+        for ptr, value in (_fields(b, source) or {}).items():
+            if ptr not in had:
+                made.append(Said(at + pointer.escape(ptr), value))
+    return tuple(made)
+
+
+def _fields(story: Any, source: str) -> dict[str, Any] | None:
+    body = (((story.get("unknown_fields") or {}).get("sources") or {}).get(source)) if type(story) is dict else None
+    fields = body.get("fields") if type(body) is dict else None
+    return fields if type(fields) is dict and fields else None
+
+
 def _leaf_diff(a: Any, b: Any, at: str) -> Iterator[tuple[str, Any, Any]]:
     """(pointer, input value or MISSING, output value or MISSING) where `a` and `b` differ, as deep
     as both are objects or arrays.  Each node is visited once, and a pointer is made only on the
