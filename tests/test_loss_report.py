@@ -51,6 +51,9 @@ def test_exact_means_the_way_back_without_the_envelope_gives_the_document(path, 
     assert b"_storyline" not in text or target in ("storyline", "agenticmd")
     back = mapc.from_storyline(fmt, mapc.into_storyline(target, text), carry=False)
     at = convert.program_for(fmt).spec.envelope
+    if target == fmt:  # into its own format: exact only if the file itself comes back (a row list too)
+        original = orjson.loads(path.read_bytes())
+        back = bare
     assert report.exact == json_equal(_bare(back, at), original), report.line()
     assert not report.problems
 
