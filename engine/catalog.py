@@ -49,6 +49,11 @@ class Catalog:
     traces: str | None = None
     _held: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
+    def __reduce__(self) -> tuple[type[Catalog], tuple[Any, ...]]:
+        """Pickled as its description (the packages it names), not what it compiled: a worker
+        process or Ray task gets the same catalog and compiles what it runs itself."""
+        return (Catalog, (self.specs, self.functions, self.codecs, self.traces))
+
     # -- functions and codecs --
 
     def load_functions(self) -> None:
