@@ -169,14 +169,14 @@ def resolve_spec(value: str, *, note: bool = True) -> str:
     fmt = canonical_format(value)
     if fmt is None and value.lower().endswith((".yaml", ".yml")):
         fmt = canonical_format(Path(value).name.rsplit(".", 1)[0])
-        if fmt in the_catalog().shipped_names():
+        if fmt is not None and fmt in the_catalog().shipped_names():
             if note:
                 click.echo(
                     f"mapc: no file {value} here; using the built-in spec {fmt} (`mapc spec path {fmt}` shows it)",
                     err=True,
                 )
             return fmt
-    if fmt in the_catalog().shipped_names():
+    if fmt is not None and fmt in the_catalog().shipped_names():
         return fmt
     known = ", ".join(the_catalog().shipped_names())
     if fmt == convert.STORYLINE:

@@ -429,6 +429,7 @@ def _absent_notes(program: Program, stories: list[dict[str, Any]]) -> tuple[list
         if type(fields) is not dict or envelope.ABSENT not in fields:
             bare.append(story)
             continue
+        assert type(uf) is dict and type(entry) is dict  # as `fields` is a dict: for the type checker
         notes = fields[envelope.ABSENT]
         absent[id(story)] = [p for p in notes if type(p) is str] if type(notes) is list else []
         rest = {p: v for p, v in fields.items() if p != envelope.ABSENT}
@@ -655,9 +656,9 @@ def from_storyline_reported(
     documents = [output] if single else list(output)
     if parsed and fmt == STORYLINE and all(map(_unchanged, stories, documents)):
         found = _over_limits(documents, not single)
-        problems = tuple(Problem(p.code, p.pointer, f"{fmt} does not read its own output: {p.message}") for p in found)
+        unread = tuple(Problem(p.code, p.pointer, f"{fmt} does not read its own output: {p.message}") for p in found)
         origin = from_format or _origin_format(stories) or STORYLINE
-        return output, loss.Report(origin, fmt, loss.CARRIED if keep_envelope else loss.DROPPED, (), (), (), problems)
+        return output, loss.Report(origin, fmt, loss.CARRIED if keep_envelope else loss.DROPPED, (), (), (), unread)
     at = _envelope_place(fmt, catalog)
     carried = loss.envelope_entries(documents, at) if at is not None else ()
     native = loss.without_envelopes(documents, at) if carried and at is not None else documents
@@ -758,7 +759,7 @@ def _rows_key(program: Program) -> str | None:
     are the array at one top-level key; None otherwise."""
     if program.spec.rows is None:
         return None
-    tokens = program.spec.rows.rows.literal() or ()
+    tokens: tuple[str, ...] = program.spec.rows.rows.literal() or ()
     return tokens[0] if len(tokens) == 1 else None
 
 
@@ -889,7 +890,7 @@ def companion_files(
     spec = program_for(fmt, catalog).spec.stream
     assert spec is not None and spec.children is not None
     out: list[tuple[str, Any]] = [("", result[0])]
-    sessions = [s.get("session") for s in stories] if stories is not None and spec.children.by_parent else []
+    sessions: list[Any] = [s.get("session") for s in stories] if stories is not None and spec.children.by_parent else []
     for n, records in enumerate(result[1:], start=1):
         if n < len(sessions) and type(sessions[n]) is str:  # linked by parent: a child is named by its session
             key = sessions[n]
