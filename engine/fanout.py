@@ -698,8 +698,11 @@ def _group_key(story: dict[str, Any], at: Tokens, used: set[str]) -> str:
     return key
 
 
-def reverse(fan: FanOut, model: Any, stories: list[dict[str, Any]], source: str) -> list[list[dict[str, Any]]]:
-    """The rows of each Storyline: one per turn that makes a row, each with the full history."""
+def reverse(
+    fan: FanOut, model: Any, stories: list[dict[str, Any]], source: str, *, histories: bool = False
+) -> list[list[dict[str, Any]]]:
+    """The rows of each Storyline: one per turn that makes a row, each with the full history (with
+    `histories`, each row holds its keys and its history only: what a check of histories needs)."""
     documents = {d for s in stories if (d := _provenance(s, source)) is not None}
     if len(documents) > 1:
         several = str(fan.back.get("several") or "these Storylines come from {n} files ({ids})")
@@ -711,7 +714,7 @@ def reverse(fan: FanOut, model: Any, stories: list[dict[str, Any]], source: str)
     used: set[str] = set()
     for n, story in enumerate(stories):
         try:
-            rows = _Rows(fan, model, story, _provenance(story, source) is not None, group_at).rows()
+            rows = _Rows(fan, model, story, _provenance(story, source) is not None, group_at).rows(histories)
             key = _group_key(story, group_at, used)
             for r in rows:
                 _put(r, model.group_by.tokens, key)
@@ -841,7 +844,7 @@ class _Rows:
         row = self.fan.back["row"]
         return _matches(turn, row.get("where")) and (self.row_has is None or self.row_has(turn))
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self, histories: bool = False) -> list[dict[str, Any]]:
         turns = self.story["turns"]
         context_any = (self.fan.back.get("context") or {}).get("any") or []
         n = 0
@@ -867,7 +870,8 @@ class _Rows:
         rows = []
         history_at = self.plan.history
         plain = ("history", self.row_kind.name)
-        items = [(item, () if item in plain else self._row_item(item)) for item in self.fan.back["order"]]
+        order = ["history"] if histories else self.fan.back["order"]
+        items = [(item, () if item in plain else self._row_item(item)) for item in order]
         for (request, response, skipped), step in zip(interactions, steps, strict=True):
             for turn in skipped:
                 history.extend(self._messages(turn))
