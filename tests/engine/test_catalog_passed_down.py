@@ -134,3 +134,27 @@ def test_without_its_catalog_a_job_of_the_toy_format_fails(toy: catalogs.Catalog
     bare = [dataclasses.replace(job, catalog=None) for job in plan.jobs]
     (result,) = corpus.run(bare, workers=1)
     assert result.status == corpus.FAILED  # the installed catalog does not know the format
+
+
+def test_the_command_line_passes_its_one_catalog_down(
+    toy: catalogs.Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The root command takes the catalog `mapc` built (here: the toy one) and every step of a
+    conversion uses it, with no catalog installed."""
+    from click.testing import CliRunner
+
+    from mapc.cli import main
+
+    monkeypatch.setattr(main, "shipped_catalog", lambda: toy)
+    monkeypatch.setattr(catalogs, "_INSTALLED", [])
+    source = tmp_path / "chat.json"
+    source.write_bytes(orjson.dumps(DOCUMENT))
+    out = tmp_path / "chat.storyline.json"
+    done = CliRunner().invoke(
+        main.cli, ["convert", str(source), "--from", "toychat", "--to", "storyline", "-o", str(out)]
+    )
+    assert done.exit_code == 0, done.output
+    assert orjson.loads(out.read_bytes())["origin"]["format"] == "toychat"
+    for argv in (["run", "toychat", str(source)], ["validate", "--format", "toychat", str(source)]):
+        again = CliRunner().invoke(main.cli, argv)
+        assert again.exit_code == 0, (argv, again.output)
