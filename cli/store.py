@@ -246,7 +246,7 @@ def store_command(
     with (
         open_engine(engine, address, workers) as runner,
         fail_on(to, as_json=as_json),
-        ingest.staged(Path(to), items, runner.map, existing, options()) as job,
+        ingest.staged(Path(to), items, runner.map, existing, options(), the_catalog()) as job,
     ):
         if _report_outcomes(job.outcomes, as_json=as_json):
             sys.exit(1)
