@@ -256,7 +256,8 @@ def convert_reported(
     """`convert` and its loss report, ``(document, report)``: the report `mapc convert` prints and
     writes with ``--report`` (``envelope=False`` is ``--no-envelope``, ``strict=True`` ``--strict``)."""
     found = _catalog(catalog)
-    stories = into_storyline(from_fmt, data, jsonl=jsonl, path=path, options=options, catalog=found)
+    raw, is_jsonl, doc_path = _read(data, jsonl, path)
+    stories = into_storyline(from_fmt, raw, jsonl=is_jsonl, path=doc_path, options=options, catalog=found)
     to = format_name(to_fmt, "to_fmt", found)
     document, report = _convert.from_storyline_reported(
         to,
@@ -265,6 +266,7 @@ def convert_reported(
         keep_envelope=bool(envelope),
         catalog=found,
     )
+    report = report.with_input(raw, document, lines=is_jsonl)
     if strict and not report.exact:
         raise MapcError.single(
             "convert.not_exact", "", f"the conversion is not exact ({report.summary()}); strict refuses it"

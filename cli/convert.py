@@ -139,17 +139,18 @@ def convert_command(
         result, assessed = convert.from_storyline_reported(
             to_fmt, stories, from_format=from_fmt, keep_envelope=not no_envelope, catalog=the_catalog()
         )
-        assessed = report.owner_checked(assessed.at(input), to_fmt, result)
+        files = (
+            convert.companion_files(to_fmt, result, _stem(output), stories, catalog=the_catalog())
+            if output not in (None, "-")
+            else None
+        )
+        main = files[0][1] if files is not None else result  # the input file's own output (beside: its subagents')
+        assessed = report.owner_checked(assessed.at(input), to_fmt, result).with_input(data, main, lines=lines)
         if redactor is not None:
             assessed = assessed.with_redacted(counts)
         if strict and not assessed.exact:
             report.write_report(report_file, [assessed], strict=strict)
             raise MapcError([report.refusal(assessed)])
-    files = (
-        convert.companion_files(to_fmt, result, _stem(output), stories, catalog=the_catalog())
-        if output not in (None, "-")
-        else None
-    )
     if files is not None and output is not None:  # a session and its subagents: its file, theirs beside it
         for rel, records in files[1:]:
             target = Path(output).parent / rel

@@ -472,6 +472,7 @@ def convert_file(job: Job) -> FileResult:
             job.to_fmt, stories, from_format=fmt, keep_envelope=job.loss.keep_envelope, catalog=catalog
         )
         assessed = owner_checked(assessed.at(job.path), job.to_fmt, result).with_redacted(redacted)
+        assessed = assessed.with_input(data, result, lines=jsonl)
         if job.loss.strict and not assessed.exact:
             refused = _failed(job, len(data), [refusal(assessed)])
             return dataclasses.replace(refused, loss=assessed)

@@ -592,7 +592,7 @@ def convert_lines(
                 result, report = from_storyline_reported(
                     to_fmt, stories, from_format=from_fmt, keep_envelope=keep_envelope, catalog=catalog
                 )
-                report = report.with_redacted(counts)
+                report = report.with_redacted(counts).with_input(line, result)
                 if reports is not None:
                     reports.append(report)
                 if strict and not report.exact:

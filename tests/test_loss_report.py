@@ -93,6 +93,43 @@ def test_a_same_format_conversion_is_exact_and_atif_to_actf_says_what_it_synthes
     assert f"and {gone} keys the way back adds to leave out" in line
 
 
+def _gap_actf() -> dict:
+    """An ACTF document whose null ground_truth the export writes back as its default, ""."""
+    doc = orjson.loads((FIXTURES / "actf" / "code-repair.actf.json").read_bytes())
+    first = next(iter(doc["attempts"]))
+    doc["attempts"][first]["ground_truth"] = None
+    return doc
+
+
+def test_a_same_format_conversion_that_writes_a_value_otherwise_says_which():
+    doc = _gap_actf()
+    first = next(iter(doc["attempts"]))
+    out, report = mapc.convert_reported("actf", "actf", orjson.dumps(doc))
+    assert out["attempts"][first]["ground_truth"] == ""  # the export's default (docs/formats.md, ACTF)
+    assert not report.exact
+    assert report.rewritten == (loss.Rewritten(f"/attempts/{first}/ground_truth", (None,), ("",)),)
+    assert f'1 value of the input written otherwise: /attempts/{first}/ground_truth null → ""' in report.line()
+    assert report.as_dict()["rewritten"] == [{"pointer": f"/attempts/{first}/ground_truth", "was": None, "now": ""}]
+    with pytest.raises(mapc.MapcError) as info:
+        mapc.convert_reported("actf", "actf", orjson.dumps(doc), strict=True)
+    assert info.value.problems[0].code == "convert.not_exact"
+
+
+SAME = [*FILES, *sorted((FIXTURES / "openai-chat").glob("*.jsonl")), *sorted((FIXTURES / "codex").glob("*.jsonl"))]
+
+
+@pytest.mark.parametrize("path", SAME, ids=[f"{p.parent.name}/{p.name}" for p in SAME])
+def test_a_same_format_conversion_is_exact_exactly_when_it_gives_the_document_back(path):
+    fmt = path.parent.name
+    lines = path.suffix == ".jsonl"
+    out, report = mapc.convert_reported(fmt, fmt, path)
+    data = path.read_bytes()
+    source = [orjson.loads(x) for x in data.splitlines() if x.strip()] if lines else orjson.loads(data)
+    written = out if not lines or type(out) is list else [out]
+    assert report.exact == (not report.carried and json_equal(source, written)), report.line()
+    assert bool(report.rewritten) == (not json_equal(source, written))
+
+
 def test_a_storyline_input_reports_what_the_target_does_not_say():
     story = mapc.into_storyline("atif", ATIF)[0]
     story.pop("origin")  # a Storyline of the hub's own: no document of another format to carry home
