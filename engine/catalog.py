@@ -8,7 +8,8 @@ package's modules declare codecs (engine/codecs.py).  It is built at the top, by
 ``import mapc`` builds is also *installed* as the default for callers that pass none; the CLI
 takes it once at its root command, the API and engine/convert.py resolve a missing argument once at
 their entry, and all pass it down from there.  A second catalog can be built and passed to any of
-them without installing it; it pickles as its description, so a worker process gets the same one.  The engine imports what a catalog names, and nothing of
+them without installing it; it pickles as its description, so a worker process gets the same one.
+The engine imports what a catalog names, and nothing of
 `mapc.mappings` by itself (tests/test_layers.py).
 
 A catalog holds what it compiled: each shipped spec once, and only when it is run (a small
