@@ -361,27 +361,11 @@ def _reader(f: Field) -> Reader | None:
     if len(f.candidates) == 1 and f.candidates[0].src is None and f.candidates[0].if_ is None:
         const = f.candidates[0].const
         return lambda env: (const, None)
-    candidates = tuple((c, c.src) for c in f.candidates)
+    candidates = f.candidates
     default = f.default
 
     def read(env: dict[str, Any]) -> tuple[Any, Any]:
-        value: Any = MISSING
-        taken = None
-        for c, src in candidates:
-            if src is None:
-                if c.if_ is None or not is_empty(_read(c.if_, env)):
-                    value = c.const
-                    break
-                continue
-            v = _read(src, env)
-            if v is MISSING or (v is None and not c.keep_null) or (c.test is not None and not c.test(v)):
-                continue
-            if c.table is not None:
-                v = c.table.get(v, MISSING) if type(v) is str else MISSING
-                if v is MISSING:
-                    continue
-            value, taken = v, src
-            break
+        value, taken = _first_candidate(candidates, env)
         return (default if value is MISSING else value), taken
 
     return read
@@ -430,6 +414,27 @@ def _read(src: Src, env: dict[str, Any]) -> Any:
     if len(src.tokens) == 1 and type(node) is dict:
         return node.get(src.tokens[0], MISSING)
     return MISSING if node is MISSING else pointer.resolve(node, src.tokens)
+
+
+def _first_candidate(candidates: tuple[Candidate, ...], env: dict[str, Any]) -> tuple[Any, Src | None]:
+    """The value of a field's first candidate that gives one (MISSING when none does) and the source it
+    was read from (None for a constant): a constant counts when its `if` source is not empty; a read one
+    when it is there, not null (unless `keep_null`), passes its test and, with a table, maps to a value."""
+    for c in candidates:
+        src = c.src
+        if src is None:
+            if c.if_ is None or not is_empty(_read(c.if_, env)):
+                return c.const, None
+            continue
+        v = _read(src, env)
+        if v is MISSING or (v is None and not c.keep_null) or (c.test is not None and not c.test(v)):
+            continue
+        if c.table is not None:
+            v = c.table.get(v, MISSING) if type(v) is str else MISSING
+            if v is MISSING:
+                continue
+        return v, src
+    return MISSING, None
 
 
 class _Session:
@@ -567,25 +572,7 @@ class _Session:
 
     def _value(self, f: Field, env: dict[str, Any], where: dict[str, Any], r: int) -> tuple[Any, Src | None]:
         """The field's value (or its default, or MISSING) and the source it took."""
-        value: Any = MISSING
-        taken = None
-        for c in f.candidates:
-            src = c.src
-            if src is None:
-                if c.if_ is None or not is_empty(_read(c.if_, env)):
-                    value = c.const
-                    break
-                continue
-            node = env.get(src.root, MISSING)
-            v = MISSING if node is MISSING else pointer.resolve(node, src.tokens)
-            if v is MISSING or (v is None and not c.keep_null) or (c.test is not None and not c.test(v)):
-                continue
-            if c.table is not None:
-                v = c.table.get(v, MISSING) if type(v) is str else MISSING
-                if v is MISSING:
-                    continue
-            value, taken = v, c.src
-            break
+        value, taken = _first_candidate(f.candidates, env)
         if f.call is not None:
             if f.candidates:
                 if value is MISSING:

@@ -316,8 +316,7 @@ def story_changes(
     reading lacks, and values it has that differ or are new (Storylines matched by position; a
     different number of them is one loss at ``""``)."""
     if len(before) != len(after):
-        lost = Said("", f"{len(before)} Storylines read back as {len(after)}")
-        return (lost,), ()
+        return (Said("", f"{len(before)} Storylines read back as {len(after)}"),), ()
     lost: list[Said] = []
     made: list[Said] = []
     for k, (a, b) in enumerate(zip(before, after, strict=True)):
