@@ -361,27 +361,11 @@ def _reader(f: Field) -> Reader | None:
     if len(f.candidates) == 1 and f.candidates[0].src is None and f.candidates[0].if_ is None:
         const = f.candidates[0].const
         return lambda env: (const, None)
-    candidates = tuple((c, c.src) for c in f.candidates)
+    candidates = f.candidates
     default = f.default
 
     def read(env: dict[str, Any]) -> tuple[Any, Any]:
-        value: Any = MISSING
-        taken = None
-        for c, src in candidates:
-            if src is None:
-                if c.if_ is None or not is_empty(_read(c.if_, env)):
-                    value = c.const
-                    break
-                continue
-            v = _read(src, env)
-            if v is MISSING or (v is None and not c.keep_null) or (c.test is not None and not c.test(v)):
-                continue
-            if c.table is not None:
-                v = c.table.get(v, MISSING) if type(v) is str else MISSING
-                if v is MISSING:
-                    continue
-            value, taken = v, src
-            break
+        value, taken = _first_candidate(candidates, env)
         return (default if value is MISSING else value), taken
 
     return read
@@ -430,6 +414,27 @@ def _read(src: Src, env: dict[str, Any]) -> Any:
     if len(src.tokens) == 1 and type(node) is dict:
         return node.get(src.tokens[0], MISSING)
     return MISSING if node is MISSING else pointer.resolve(node, src.tokens)
+
+
+def _first_candidate(candidates: tuple[Candidate, ...], env: dict[str, Any]) -> tuple[Any, Src | None]:
+    """The value of a field's first candidate that gives one (MISSING when none does) and the source it
+    was read from (None for a constant): a constant counts when its `if` source is not empty; a read one
+    when it is there, not null (unless `keep_null`), passes its test and, with a table, maps to a value."""
+    for c in candidates:
+        src = c.src
+        if src is None:
+            if c.if_ is None or not is_empty(_read(c.if_, env)):
+                return c.const, None
+            continue
+        v = _read(src, env)
+        if v is MISSING or (v is None and not c.keep_null) or (c.test is not None and not c.test(v)):
+            continue
+        if c.table is not None:
+            v = c.table.get(v, MISSING) if type(v) is str else MISSING
+            if v is MISSING:
+                continue
+        return v, src
+    return MISSING, None
 
 
 class _Session:
@@ -567,25 +572,7 @@ class _Session:
 
     def _value(self, f: Field, env: dict[str, Any], where: dict[str, Any], r: int) -> tuple[Any, Src | None]:
         """The field's value (or its default, or MISSING) and the source it took."""
-        value: Any = MISSING
-        taken = None
-        for c in f.candidates:
-            src = c.src
-            if src is None:
-                if c.if_ is None or not is_empty(_read(c.if_, env)):
-                    value = c.const
-                    break
-                continue
-            node = env.get(src.root, MISSING)
-            v = MISSING if node is MISSING else pointer.resolve(node, src.tokens)
-            if v is MISSING or (v is None and not c.keep_null) or (c.test is not None and not c.test(v)):
-                continue
-            if c.table is not None:
-                v = c.table.get(v, MISSING) if type(v) is str else MISSING
-                if v is MISSING:
-                    continue
-            value, taken = v, c.src
-            break
+        value, taken = _first_candidate(f.candidates, env)
         if f.call is not None:
             if f.candidates:
                 if value is MISSING:
@@ -698,8 +685,11 @@ def _group_key(story: dict[str, Any], at: Tokens, used: set[str]) -> str:
     return key
 
 
-def reverse(fan: FanOut, model: Any, stories: list[dict[str, Any]], source: str) -> list[list[dict[str, Any]]]:
-    """The rows of each Storyline: one per turn that makes a row, each with the full history."""
+def reverse(
+    fan: FanOut, model: Any, stories: list[dict[str, Any]], source: str, *, histories: bool = False
+) -> list[list[dict[str, Any]]]:
+    """The rows of each Storyline: one per turn that makes a row, each with the full history (with
+    `histories`, each row holds its keys and its history only: what a check of histories needs)."""
     documents = {d for s in stories if (d := _provenance(s, source)) is not None}
     if len(documents) > 1:
         several = str(fan.back.get("several") or "these Storylines come from {n} files ({ids})")
@@ -711,7 +701,7 @@ def reverse(fan: FanOut, model: Any, stories: list[dict[str, Any]], source: str)
     used: set[str] = set()
     for n, story in enumerate(stories):
         try:
-            rows = _Rows(fan, model, story, _provenance(story, source) is not None, group_at).rows()
+            rows = _Rows(fan, model, story, _provenance(story, source) is not None, group_at).rows(histories)
             key = _group_key(story, group_at, used)
             for r in rows:
                 _put(r, model.group_by.tokens, key)
@@ -841,7 +831,7 @@ class _Rows:
         row = self.fan.back["row"]
         return _matches(turn, row.get("where")) and (self.row_has is None or self.row_has(turn))
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self, histories: bool = False) -> list[dict[str, Any]]:
         turns = self.story["turns"]
         context_any = (self.fan.back.get("context") or {}).get("any") or []
         n = 0
@@ -867,7 +857,8 @@ class _Rows:
         rows = []
         history_at = self.plan.history
         plain = ("history", self.row_kind.name)
-        items = [(item, () if item in plain else self._row_item(item)) for item in self.fan.back["order"]]
+        order = ["history"] if histories else self.fan.back["order"]
+        items = [(item, () if item in plain else self._row_item(item)) for item in order]
         for (request, response, skipped), step in zip(interactions, steps, strict=True):
             for turn in skipped:
                 history.extend(self._messages(turn))

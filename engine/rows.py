@@ -107,6 +107,8 @@ def forward(spec: Spec, doc: Any, path: str | None) -> list[Mapped]:
         residual = {**root, **residual}
         residual.update(_unknown_keys(spec, group, story))
         _keep_order_keys(residual, members, groups, model, group)
+        if model.fanout is not None:
+            residual.update(_histories_kept(spec, story, residual, pairs, at, document_id))
         drop_nested(residual)
         if residual:
             story["unknown_fields"] = {
@@ -114,6 +116,72 @@ def forward(spec: Spec, doc: Any, path: str | None) -> list[Mapped]:
             }
         out.append(Mapped(story, *_carriers(group)))
     return out
+
+
+def _histories_kept(
+    spec: Spec, story: dict[str, Any], residual: dict[str, Any], pairs: tuple[tuple[int, Any], ...], at: str, sdid: str
+) -> dict[str, Any]:
+    """The history arrays (`back.history`) of the rows that the way back would not write as they
+    are, each kept whole at its row's pointer.
+
+    The reverse rewrites each row's history from the turns before it; a history that says more or
+    other than those turns (a system message added mid-run, a history an agent compacted or
+    edited) is read by no rule, and without this it would be dropped silently.  The check runs the
+    reverse on the group's own Storyline and residuals, so what it keeps is exactly what the way
+    back would not give back (every row's history, if the way back writes other rows)."""
+    model = spec.rows
+    history = model.fanout.back.get("history") if model is not None and model.fanout is not None else None
+    if model is None or type(history) is not str:
+        return {}
+    trial = story
+    if residual:
+        # The group written alone: its rows are rows 0, 1, … of the trial, not their places in the file.
+        local = {str(r): str(n) for n, (r, _) in enumerate(pairs)}
+        fields = {}
+        for ptr, value in residual.items():
+            if ptr.startswith(at + "/"):
+                index, _, rest = ptr[len(at) + 1 :].partition("/")
+                ptr = f"{at}/{local.get(index, index)}" + (f"/{rest}" if rest else "")
+            fields[ptr] = value
+        uf = {"sources": {spec.source: {"source_document_id": sdid, "fields": fields}}}
+        trial = {**story, "unknown_fields": uf}
+    try:
+        (rebuilt,) = reverse(spec, [trial], histories=True)
+        written = rebuilt.document.get(model.rows.tokens[0])
+    except MapcError:
+        written = None  # this reading has no way back as it is: every history is kept
+    same_rows = type(written) is list and len(written) == len(pairs)
+    tokens = pointer.parse(history)
+    out: dict[str, Any] = {}
+    for n, (r, row) in enumerate(pairs):
+        have = pointer.resolve(row, tokens)
+        if have is MISSING:
+            continue
+        if not (same_rows and _same_bytes_or_history(have, pointer.resolve(written[n], tokens))):
+            out[f"{at}/{r}{history}"] = have
+    return out
+
+
+def _same_bytes_or_history(a: Any, b: Any) -> bool:
+    """`_same_history`, asked only when the two do not serialize to the same bytes (most do)."""
+    try:
+        if orjson.dumps(a) == orjson.dumps(b):
+            return True
+    except orjson.JSONEncodeError:
+        pass  # past orjson's nesting or integer range: compared value by value
+    return _same_history(a, b)
+
+
+def _same_history(a: Any, b: Any) -> bool:
+    """`a` and `b` are equal JSON, where a key holding an empty value (null, [], {}) is the same
+    as no key: the way back writes no empty it does not need, and an empty read by no rule says
+    nothing (the format's known empties, dropped by its `consume` entries)."""
+    if type(a) is dict and type(b) is dict:
+        keys = {k for k, v in a.items() if not is_empty(v)} | {k for k, v in b.items() if not is_empty(v)}
+        return all(_same_history(a.get(k), b.get(k)) for k in keys)
+    if type(a) is list and type(b) is list:
+        return len(a) == len(b) and all(_same_history(x, y) for x, y in zip(a, b, strict=True))
+    return json_equal(a, b)
 
 
 def relative_path(path: str | None) -> str:
@@ -377,13 +445,14 @@ def _keep_order_keys(
 # --- reverse ---------------------------------------------------------------------------------
 
 
-def reverse(spec: Spec, stories: list[dict[str, Any]]) -> list[Rebuilt]:
-    """One document holding the rows of all `stories`, Storyline by Storyline."""
+def reverse(spec: Spec, stories: list[dict[str, Any]], *, histories: bool = False) -> list[Rebuilt]:
+    """One document holding the rows of all `stories`, Storyline by Storyline (with `histories`,
+    rows of a fan-out hold only their keys and histories, and what residuals put back)."""
     model = spec.rows
     assert model is not None
     at = _literal(model.rows)
     if model.fanout is not None:
-        rows_per_story = fanout.reverse(model.fanout, model, stories, spec.source)
+        rows_per_story = fanout.reverse(model.fanout, model, stories, spec.source, histories=histories)
     else:
         rows_per_story = _function(model.reverse_call)(
             stories, Back(model.tables, model.spread, model.ids), spec.source
