@@ -163,7 +163,9 @@ def _lost_in_hop(
         try:
             again = rebuild(program, marked)
         except MapcError:
-            break
+            # The way back refuses B's reading with these residuals (a stream written in place
+            # whose turns the hop renumbered): no subset of A's values is known to suffice.
+            return whole, links
         if len(again) != 1:
             break
         more = dict(diff(doc.document, again[0].document, "", gone=gone))
