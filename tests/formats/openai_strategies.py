@@ -69,6 +69,8 @@ def session(draw: Any, sid: str, calls: list[int]) -> list[dict[str, Any]]:
     context = []
     if draw(st.booleans()):
         context.append({"role": "system", "content": draw(TEXT)})
+    if draw(st.integers(0, 3)) == 0:
+        context.append({"role": "developer", "content": draw(TEXT)})  # the newer name of a system turn
     if draw(st.booleans()):
         context += [{"role": "user", "content": draw(TEXT)}, {"role": "assistant", "content": draw(TEXT)}]
     run = draw(st.one_of(st.none(), TEXT))
