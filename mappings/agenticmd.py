@@ -209,6 +209,28 @@ def _reject_constant(text: str) -> Any:
     raise ValueError(f"{text} is not JSON")
 
 
+# JSON nests at most this deep wherever mapc reads it (orjson's limit, for the other formats): a
+# conversion may walk deeper values than Python's default stack allows, not unboundedly deep ones.
+_MAX_DEPTH = 1024
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether `value` nests deeper than `_MAX_DEPTH` (walked with a stack of its own)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if type(node) is dict:
+            items: Any = node.values()
+        elif type(node) is list:
+            items = node
+        else:
+            continue
+        if depth > _MAX_DEPTH:
+            return True
+        stack.extend((v, depth + 1) for v in items if type(v) in (dict, list))
+    return False
+
+
 def _json_loads(text: str, where: str, allow_duplicate_keys: bool = False) -> Any:
     """Parse JSON text exactly: integers of any size stay integers (orjson would make floats); a
     repeated key is an ``agenticmd.duplicate_key`` problem below `where` (unless allowed)."""
@@ -217,6 +239,8 @@ def _json_loads(text: str, where: str, allow_duplicate_keys: bool = False) -> An
         value = json.loads(text, parse_float=_finite, parse_constant=_reject_constant, object_pairs_hook=hook)
     except RecursionError:
         raise ValueError("nested too deeply") from None
+    if _too_deep(value):
+        raise ValueError(f"nested deeper than {_MAX_DEPTH} levels")
     _refuse_repeated(value, where)
     return value
 
@@ -313,6 +337,8 @@ def _parse_header(
         raise _fail("agenticmd.bad_block", at, "the block header is nested too deeply") from None
     except ValueError as exc:
         raise _fail("agenticmd.bad_block", at, f"the block header is not a JSON object: {exc}") from None
+    if _too_deep(header):
+        raise _fail("agenticmd.bad_block", at, f"the block header is nested deeper than {_MAX_DEPTH} levels")
     if not isinstance(header, dict):
         raise _fail("agenticmd.bad_block", at, "the block header is not a JSON object")
     _refuse_repeated(header, at)
