@@ -13,7 +13,8 @@ The library API (loaded on first use, so ``import mapc`` stays cheap)::
 Format names are case-insensitive and take aliases (``"openai-messages"``).  Bad input raises
 `mapc.MapcError`, whose ``.problems`` are `mapc.Problem` values (code, JSON Pointer, message);
 arguments of the wrong type raise `TypeError`.  `mapc.Options` sets limits and the duplicate-key
-check for one call (``options=Options(max_input_bytes=10_000_000)``).  The repository's docs/ say
+check for one call (``options=Options(max_input_bytes=10_000_000)``); ``catalog=`` (a `mapc.Catalog`)
+the formats it runs, by default `mapc.shipped_catalog()`.  The repository's docs/ say
 more: docs/index.md.
 """
 
@@ -36,6 +37,7 @@ _EXPORTS = {
     "detect": ("mapc._api", "detect"),
     "check": ("mapc._api", "check"),
     "Options": ("mapc.engine.options", "Options"),
+    "Catalog": ("mapc.engine.catalog", "Catalog"),
     "MapcError": ("mapc.engine.problems", "MapcError"),
     "Problem": ("mapc.engine.problems", "Problem"),
 }
@@ -43,6 +45,7 @@ _EXPORTS = {
 __all__ = ["MapcError", "Options", "Problem", "__version__", "check", "convert", "detect", "formats"]
 __all__ += ["from_storyline", "into_storyline"]
 __all__ += ["Carried", "Report", "Said", "convert_reported", "from_storyline_reported"]
+__all__ += ["Catalog", "shipped_catalog"]
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time each is imported on first use
     from mapc._api import (
@@ -55,6 +58,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time each is imp
         from_storyline_reported,
         into_storyline,
     )
+    from mapc.engine.catalog import Catalog
     from mapc.engine.loss import Carried, Report, Said
     from mapc.engine.options import Options
     from mapc.engine.problems import MapcError, Problem
@@ -86,6 +90,14 @@ def _install_the_shipped_catalog() -> None:
             specs="mapc.mappings", functions=_SHIPPED_FUNCTIONS, codecs=_SHIPPED_CODECS, traces="mapc.mappings.traces"
         )
     )
+
+
+def shipped_catalog() -> Catalog:
+    """The catalog of the shipped formats this import built: the command line takes it at the top and
+    passes it down; the API functions use it when given no ``catalog=``."""
+    from mapc.engine import catalog
+
+    return catalog.installed()
 
 
 _install_the_shipped_catalog()

@@ -14,13 +14,16 @@ from typing import Any
 
 import orjson
 
-from mapc.engine import catalog
 from mapc.engine import convert as _convert
 from mapc.engine import detect as _detect
 from mapc.engine import storyline as _storyline
+from mapc.engine.catalog import Catalog
 from mapc.engine.loss import Report
 from mapc.engine.options import DEFAULT, Options
 from mapc.engine.problems import MapcError, Problem
+
+# Every entry point takes `catalog=`: the formats to run (a `mapc.engine.catalog.Catalog`); None is the
+# shipped one ``import mapc`` installed, resolved once here and passed down to the engine explicitly.
 
 Source = bytes | bytearray | memoryview | str | dict[str, Any] | list[Any] | os.PathLike[str]
 """What `into_storyline` and `convert` read: a file's bytes or text, a parsed JSON value, or a path."""
@@ -32,17 +35,27 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-def format_name(fmt: Any, what: str = "fmt") -> str:
-    """The canonical name of format `fmt` (any case, or an alias: ``"OpenAI-Messages"`` → ``"openai-msg"``);
-    a name mapc does not know is returned as given (a spec file's path, or an error from the engine)."""
+def _catalog(catalog: Any) -> Catalog:
+    if catalog is None:
+        return _convert.resolved(None)
+    if not isinstance(catalog, Catalog):
+        raise TypeError(f"catalog must be a mapc.engine.catalog.Catalog, not {_kind(catalog)}")
+    return catalog
+
+
+def format_name(fmt: Any, what: str = "fmt", catalog: Catalog | None = None) -> str:
+    """The canonical name of format `fmt` (any case, or an alias: ``"OpenAI-Messages"`` → ``"openai-msg"``)
+    in `catalog` (None: the shipped one); a name mapc does not know is returned as given (a spec file's
+    path, or an error from the engine)."""
+    found = _catalog(catalog)
     if isinstance(fmt, os.PathLike):
         return str(os.fspath(fmt))
     if not isinstance(fmt, str):
         raise TypeError(f"{what} must be a format name (str), such as 'atif', not {_kind(fmt)}")
     folded = fmt.strip().lower()
-    if folded in _convert.formats():
+    if folded in _convert.formats(found):
         return folded
-    name: str = catalog.aliases().get(folded, fmt)
+    name: str = found.aliases().get(folded, fmt)
     return name
 
 
@@ -104,6 +117,7 @@ def into_storyline(
     jsonl: bool | None = None,
     path: str | None = None,
     options: Options | None = None,
+    catalog: Catalog | None = None,
 ) -> list[dict[str, Any]]:
     """Read one file's documents of format `fmt` into validated Storylines (a list, one per document).
 
@@ -111,16 +125,18 @@ def into_storyline(
     a `pathlib.Path`), a parsed JSON value (dict or list), or a `pathlib.Path`.  A `Path` is JSONL when
     it is named ``*.jsonl``/``*.ndjson``; for bytes or text say ``jsonl=True``.  `path` is the file's
     path relative to its corpus, for formats that name their documents by path (OpenAI corpora; a
-    `Path` gives its own).  `options` sets limits and the duplicate-key check (`mapc.Options`).
+    `Path` gives its own).  `options` sets limits and the duplicate-key check (`mapc.Options`);
+    `catalog` the formats (None: the shipped ones).
 
     Raises `MapcError` when the input is not valid `fmt`; `TypeError` for arguments of the wrong type.
 
     >>> stories = into_storyline("atif", Path("trajectory.json"))  # doctest: +SKIP
     """
-    fmt = format_name(fmt)
+    found = _catalog(catalog)
+    fmt = format_name(fmt, catalog=found)
     raw, is_jsonl, doc_path = _read(data, jsonl, path)
     stories: list[dict[str, Any]] = _convert.into_storyline(
-        fmt, raw, jsonl=is_jsonl, path=doc_path, options=_options(options)
+        fmt, raw, jsonl=is_jsonl, path=doc_path, options=_options(options), catalog=found
     )
     return stories
 
@@ -133,7 +149,9 @@ def _stories(stories: Any) -> list[dict[str, Any]]:
     raise TypeError(f"stories must be a Storyline (dict) or a list of them, not {_kind(stories)}")
 
 
-def from_storyline(fmt: str, stories: dict[str, Any] | list[dict[str, Any]], *, carry: bool = True) -> Any:
+def from_storyline(
+    fmt: str, stories: dict[str, Any] | list[dict[str, Any]], *, carry: bool = True, catalog: Catalog | None = None
+) -> Any:
     """Write Storylines (one dict, or a list of them) as format `fmt`: one document (a dict), a list of
     them for several roots, or text (``str``) for a text format such as AgenticMD.
 
@@ -142,8 +160,9 @@ def from_storyline(fmt: str, stories: dict[str, Any] | list[dict[str, Any]], *, 
 
     Raises `MapcError` when a Storyline is invalid or cannot be said in `fmt`; `TypeError` for wrong types.
     """
-    fmt = format_name(fmt)
-    return _convert.from_storyline(fmt, _stories(stories), carry=bool(carry))
+    found = _catalog(catalog)
+    fmt = format_name(fmt, catalog=found)
+    return _convert.from_storyline(fmt, _stories(stories), carry=bool(carry), catalog=found)
 
 
 def convert(
@@ -154,17 +173,22 @@ def convert(
     jsonl: bool | None = None,
     path: str | None = None,
     options: Options | None = None,
+    catalog: Catalog | None = None,
 ) -> Any:
     """Convert a file from one format to another, through Storyline: the same as
     ``from_storyline(to_fmt, into_storyline(from_fmt, data, ...))``; the arguments are `into_storyline`'s."""
-    to = format_name(to_fmt, "to_fmt")
+    found = _catalog(catalog)
+    to = format_name(to_fmt, "to_fmt", found)
     return from_storyline(
         to,
-        into_storyline(from_fmt, data, jsonl=jsonl, path=path, options=options),
+        into_storyline(from_fmt, data, jsonl=jsonl, path=path, options=options, catalog=found),
+        catalog=found,
     )
 
 
-def detect(path: str | os.PathLike[str], data: bytes | str | None = None) -> str | None:
+def detect(
+    path: str | os.PathLike[str], data: bytes | str | None = None, *, catalog: Catalog | None = None
+) -> str | None:
     """The format of a file, by its name first (``run.actf.json``), then its content; None when unknown.
 
     `path` is the file's name or path (read when `data` is not given); `data` its bytes or text."""
@@ -173,19 +197,20 @@ def detect(path: str | os.PathLike[str], data: bytes | str | None = None) -> str
     if data is not None and not isinstance(data, bytes | bytearray | memoryview | str):
         raise TypeError(f"data must be bytes or str, not {_kind(data)}")
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else None if data is None else bytes(data)
-    found: str | None = _detect.detect(os.fspath(path), raw)
+    found: str | None = _detect.detect(os.fspath(path), raw, _catalog(catalog))
     return found
 
 
-def check(story: Any) -> list[Problem]:
-    """Every problem of one Storyline (a parsed JSON value; valid ones are dicts); [] when it is valid."""
-    problems: list[Problem] = _storyline.check(story)
+def check(story: Any, *, catalog: Catalog | None = None) -> list[Problem]:
+    """Every problem of one Storyline (a parsed JSON value; valid ones are dicts); [] when it is valid.
+    `catalog` gives the count trees of the sources its residuals name (None: the shipped ones)."""
+    problems: list[Problem] = _storyline.check(story, _catalog(catalog).count_trees())
     return problems
 
 
-def formats() -> list[str]:
+def formats(*, catalog: Catalog | None = None) -> list[str]:
     """Every format name mapc reads and writes (`storyline` first; aliases are accepted as well)."""
-    names: list[str] = _convert.formats()
+    names: list[str] = _convert.formats(_catalog(catalog))
     return names
 
 
@@ -195,6 +220,7 @@ def from_storyline_reported(
     *,
     envelope: bool = True,
     strict: bool = False,
+    catalog: Catalog | None = None,
 ) -> tuple[Any, Report]:
     """`from_storyline` and its loss report: ``(document, report)``.
 
@@ -203,8 +229,11 @@ def from_storyline_reported(
     Pointer (docs/lossless.md).  With ``envelope=False`` the document is the pure target format
     and the report lists what that dropped; with ``strict=True`` a conversion that is not exact
     raises `MapcError` (code ``convert.not_exact``) instead."""
-    fmt = format_name(fmt)
-    document, report = _convert.from_storyline_reported(fmt, _stories(stories), keep_envelope=bool(envelope))
+    found = _catalog(catalog)
+    fmt = format_name(fmt, catalog=found)
+    document, report = _convert.from_storyline_reported(
+        fmt, _stories(stories), keep_envelope=bool(envelope), catalog=found
+    )
     if strict and not report.exact:
         raise MapcError.single(
             "convert.not_exact", "", f"the conversion is not exact ({report.summary()}); strict refuses it"
@@ -222,14 +251,22 @@ def convert_reported(
     options: Options | None = None,
     envelope: bool = True,
     strict: bool = False,
+    catalog: Catalog | None = None,
 ) -> tuple[Any, Report]:
     """`convert` and its loss report, ``(document, report)``: the report `mapc convert` prints and
     writes with ``--report`` (``envelope=False`` is ``--no-envelope``, ``strict=True`` ``--strict``)."""
-    stories = into_storyline(from_fmt, data, jsonl=jsonl, path=path, options=options)
-    to = format_name(to_fmt, "to_fmt")
+    found = _catalog(catalog)
+    raw, is_jsonl, doc_path = _read(data, jsonl, path)
+    stories = into_storyline(from_fmt, raw, jsonl=is_jsonl, path=doc_path, options=options, catalog=found)
+    to = format_name(to_fmt, "to_fmt", found)
     document, report = _convert.from_storyline_reported(
-        to, stories, from_format=format_name(from_fmt, "from_fmt"), keep_envelope=bool(envelope)
+        to,
+        stories,
+        from_format=format_name(from_fmt, "from_fmt", found),
+        keep_envelope=bool(envelope),
+        catalog=found,
     )
+    report = report.with_input(raw, document, lines=is_jsonl)
     if strict and not report.exact:
         raise MapcError.single(
             "convert.not_exact", "", f"the conversion is not exact ({report.summary()}); strict refuses it"

@@ -26,12 +26,14 @@ from typing import Any
 import click
 
 from mapc.cli.render import report
+from mapc.engine.catalog import Catalog
 from mapc.engine.options import DEFAULT, Options
 from mapc.engine.problems import MapcError
 
 INTERRUPTED = 130
 BROKEN_PIPE = 141
 _OPTIONS = "mapc.options"
+_CATALOG = "mapc.catalog"
 _SUMMARY = "mapc.on_interrupt"
 _FILE = "mapc.file"
 _JSON = "mapc.json"
@@ -43,6 +45,23 @@ def options(ctx: click.Context | None = None) -> Options:
     if ctx is None:
         return DEFAULT
     found: Options = ctx.find_root().meta.get(_OPTIONS, DEFAULT)
+    return found
+
+
+def set_catalog(ctx: click.Context, catalog: Catalog) -> None:
+    """Give the command the catalog of formats it runs (the root group sets it, once, at the top)."""
+    ctx.find_root().meta[_CATALOG] = catalog
+
+
+def the_catalog(ctx: click.Context | None = None) -> Catalog:
+    """The catalog of the command running now, as the root group set it, passed down from there to the
+    engine; outside a command (a library caller of the CLI's modules) the one ``import mapc`` built."""
+    ctx = ctx or click.get_current_context(silent=True)
+    found: Catalog | None = ctx.find_root().meta.get(_CATALOG) if ctx is not None else None
+    if found is None:
+        from mapc.engine.convert import resolved
+
+        return resolved(None)
     return found
 
 

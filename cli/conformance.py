@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,8 +11,10 @@ import click
 import orjson
 
 from mapc.cli import suite
+from mapc.cli.boundary import the_catalog
 from mapc.cli.output import fail_on
 from mapc.cli.render import report
+from mapc.engine.catalog import Catalog
 from mapc.engine.problems import MapcError
 
 _SHOWN = 600  # characters of expected/got JSON printed per failure
@@ -66,9 +69,8 @@ def run_command(
     if spec is not None and impl is not None:
         raise click.UsageError("--spec runs mapc with that spec; --impl runs another implementation: say one")
     target = None
+    catalog = the_catalog()
     if spec is not None:
-        from mapc.engine import catalog
-
         with fail_on(spec):
             target = catalog.program(spec).spec.name
         formats = formats or (target,)
@@ -84,8 +86,11 @@ def run_command(
         known = None
         against = f"`{impl}`"
     else:
-        implementation = suite.run_in_process if spec is None else _with_spec(str(target), spec)
-        known = suite.in_process_formats()
+        if spec is None:
+            implementation = functools.partial(suite.run_in_process, catalog=catalog)
+        else:
+            implementation = _with_spec(str(target), spec, catalog)
+        known = suite.in_process_formats(catalog)
         against = "mapc (in-process)" if spec is None else f"mapc with {spec} for {target}"
     outcomes = suite.run_suite(tests, implementation, known_formats=known, jobs=max(1, jobs))
     _print_report(root, against, outcomes)
@@ -113,7 +118,7 @@ def _default_suite() -> Path:
     raise click.BadParameter("no conformance suite found: give its directory (conformance/ of mapc's repository)")
 
 
-def _with_spec(name: str, spec: str) -> Any:
+def _with_spec(name: str, spec: str, catalog: Catalog) -> Any:
     """mapc in-process, with the spec file `spec` standing for format `name` in every request."""
 
     def run(request: dict[str, Any]) -> Any:
@@ -121,7 +126,7 @@ def _with_spec(name: str, spec: str) -> Any:
         for key in ("format", "to"):
             if request.get(key) == name:
                 request[key] = spec
-        return suite.run_in_process(request)
+        return suite.run_in_process(request, catalog)
 
     return run
 

@@ -14,7 +14,7 @@ import click
 import orjson
 
 from mapc.cli import corpus, report, sessions
-from mapc.cli.boundary import on_interrupt, options
+from mapc.cli.boundary import on_interrupt, options, the_catalog
 from mapc.cli.engines import engine_options, open_engine
 from mapc.cli.files import (
     document_path,
@@ -30,7 +30,7 @@ from mapc.cli.files import (
 from mapc.cli.output import fail_on, json_chunks, jsonl_chunks, output_bytes, redact_options, redactor_of
 from mapc.cli.params import FORMAT_OR_SPEC
 from mapc.cli.report import report_options
-from mapc.engine import catalog, convert, detect, loss
+from mapc.engine import convert, detect, loss
 from mapc.engine.problems import MapcError
 
 
@@ -115,7 +115,7 @@ def convert_command(
         )
         return
     if is_jsonl(input) and input != "-" and output not in (None, "-"):
-        fmt = from_fmt or detect.detect(input, _first_line(input))
+        fmt = from_fmt or detect.detect(input, _first_line(input), catalog=the_catalog())
         if fmt is not None and _streams(fmt, to_fmt):
             _convert_lines(input, fmt, to_fmt, output, strict, not no_envelope, report_file, redactor)
             return
@@ -123,7 +123,7 @@ def convert_command(
     lines = jsonl_flag or is_jsonl(input) or (input == "-" and looks_like_jsonl(data))
     if from_fmt is None:
         if lines and not is_jsonl(input):  # stdin, or --jsonl: the content's first line says the format
-            from_fmt = detect.by_content(data, jsonl=True) or detected(input, data)
+            from_fmt = detect.by_content(data, jsonl=True, catalog=the_catalog()) or detected(input, data)
         else:
             from_fmt = detected(input, data)
     with fail_on(input):
@@ -132,20 +132,25 @@ def convert_command(
         except MapcError:
             _hint_detected(input, data, from_fmt)
             raise
-        for message in convert.drift(from_fmt, data, options()):
+        for message in convert.drift(from_fmt, data, options(), catalog=the_catalog()):
             click.echo(f"{input}: warning: {message}", err=True)
         if redactor is not None:
             stories, counts = redactor.stories(stories)
         result, assessed = convert.from_storyline_reported(
-            to_fmt, stories, from_format=from_fmt, keep_envelope=not no_envelope
+            to_fmt, stories, from_format=from_fmt, keep_envelope=not no_envelope, catalog=the_catalog()
         )
-        assessed = report.owner_checked(assessed.at(input), to_fmt, result)
+        files = (
+            convert.companion_files(to_fmt, result, _stem(output), stories, catalog=the_catalog())
+            if output not in (None, "-")
+            else None
+        )
+        main = files[0][1] if files is not None else result  # the input file's own output (beside: its subagents')
+        assessed = report.owner_checked(assessed.at(input), to_fmt, result).with_input(data, main, lines=lines)
         if redactor is not None:
             assessed = assessed.with_redacted(counts)
         if strict and not assessed.exact:
             report.write_report(report_file, [assessed], strict=strict)
             raise MapcError([report.refusal(assessed)])
-    files = convert.companion_files(to_fmt, result, _stem(output), stories) if output not in (None, "-") else None
     if files is not None and output is not None:  # a session and its subagents: its file, theirs beside it
         for rel, records in files[1:]:
             target = Path(output).parent / rel
@@ -156,7 +161,9 @@ def convert_command(
         write_bytes(output, output_data)
     else:
         if output is not None and is_jsonl(output):
-            result = convert.as_lines(to_fmt, result)  # a row corpus: one row a line (the envelope in the first)
+            result = convert.as_lines(
+                to_fmt, result, catalog=the_catalog()
+            )  # a row corpus: one row a line (the envelope in the first)
         write_bytes(output, output_bytes(output, result))
     report.write_report(report_file, [assessed], strict=strict)
     for line in report.lines([assessed]):
@@ -170,12 +177,16 @@ def convert_command(
 def _into_storyline(input: str, fmt: str, data: bytes, lines: bool = False) -> list[dict[str, Any]]:
     """The Storylines of INPUT (JSON Lines with `lines`); an event stream with companion files beside
     it (a Claude Code session's subagent transcripts) is read with them, as one tree."""
-    pattern = convert.companions_pattern(fmt) if input != "-" else None
+    pattern = convert.companions_pattern(fmt, catalog=the_catalog()) if input != "-" else None
     if pattern is None:
-        return convert.into_storyline(fmt, data, jsonl=lines, path=document_path(input), options=options())
+        return convert.into_storyline(
+            fmt, data, jsonl=lines, path=document_path(input), options=options(), catalog=the_catalog()
+        )
     base = Path(input).parent
     found = [(Path(c).relative_to(base).as_posix(), read_bytes(c)) for c in sessions.companions(pattern, input)]
-    return convert.into_storyline_with(fmt, data, found, path=document_path(input), options=options())
+    return convert.into_storyline_with(
+        fmt, data, found, path=document_path(input), options=options(), catalog=the_catalog()
+    )
 
 
 def _stem(path: str | None) -> str:
@@ -186,10 +197,10 @@ def _stem(path: str | None) -> str:
 def _hint_detected(input: str, data: bytes, from_fmt: str) -> None:
     """When INPUT fails as --from FMT but its name or content says another format, say which."""
     try:
-        guess = detect.detect(input, data)
+        guess = detect.detect(input, data, catalog=the_catalog())
     except MapcError:
         return
-    if guess is not None and guess != from_fmt and catalog.aliases().get(from_fmt) != guess:
+    if guess is not None and guess != from_fmt and the_catalog().aliases().get(from_fmt) != guess:
         click.echo(f"{input}: note: its content reads as {guess} (mapc detect); try --from {guess}", err=True)
 
 
@@ -197,7 +208,7 @@ def detected(input: str, data: bytes) -> str:
     """The format of `input` by its path, then its content.  Input that is not JSON (nor a codec's
     text) is invalid data, said with the parser's line and column (exit 1); JSON of no known format
     is a usage error asking for --from (exit 2)."""
-    fmt = detect.detect(input, data)
+    fmt = detect.detect(input, data, catalog=the_catalog())
     if fmt is not None:
         return fmt
     with fail_on(input):
@@ -222,7 +233,7 @@ def looks_like_jsonl(data: bytes) -> bool:
 
 def _streams(from_fmt: str, to_fmt: str) -> bool:
     try:
-        return convert.streamable(from_fmt, to_fmt)
+        return convert.streamable(from_fmt, to_fmt, catalog=the_catalog())
     except MapcError:
         return False  # an unknown format name: the usual path says so
 
@@ -262,6 +273,7 @@ def _convert_lines(
                     strict=strict,
                     keep_envelope=keep_envelope,
                     redactor=redactor,
+                    catalog=the_catalog(),
                 )
                 write_chunks(output, jsonl_chunks(documents) if is_jsonl(output) else json_chunks(documents))
         except OSError as exc:
@@ -300,19 +312,26 @@ def _convert_directory(
         raise click.BadParameter("INPUT is a directory: name the output directory with -o OUTDIR", param_hint="-o")
     for fmt, param in ((from_fmt, "--from"), (to_fmt, "--to")):
         try:  # a spec file given by path: its mistakes are a usage error before any work
-            if fmt is not None and fmt not in convert.formats():
-                convert.program_for(fmt)
+            if fmt is not None and fmt not in convert.formats(catalog=the_catalog()):
+                convert.program_for(fmt, catalog=the_catalog())
         except MapcError as exc:
             raise click.BadParameter(exc.problems[0].message if exc.problems else str(exc), param_hint=param) from None
     started = time.perf_counter()
     try:
         plan = corpus.plan(
-            root, outdir, to_fmt, from_fmt, skip_existing=skip_existing, options=options(), loss=loss_options
+            root,
+            outdir,
+            to_fmt,
+            from_fmt,
+            skip_existing=skip_existing,
+            options=options(),
+            loss=loss_options,
+            catalog=the_catalog(),
         )
     except corpus.PlanError as exc:
         raise click.BadParameter(exc.message, param_hint=exc.param) from None
     if not plan.jobs and not plan.settled:
-        suffixes = "/".join(corpus.walked_suffixes(from_fmt))
+        suffixes = "/".join(corpus.walked_suffixes(from_fmt, the_catalog()))
         raise click.BadParameter(f"{root} holds no {suffixes} file", param_hint="INPUT")
     results = list(plan.settled)
 
@@ -364,7 +383,7 @@ def detect_command(inputs: tuple[str, ...]) -> None:
     unknown = False
     for file in walked_inputs(inputs):
         data = read_bytes(file)
-        fmt = detect.detect(file, data)
+        fmt = detect.detect(file, data, catalog=the_catalog())
         unknown |= fmt is None
         click.echo(f"{shown(file)}\t{fmt or 'unknown'}")
     sys.exit(1 if unknown else 0)
@@ -374,6 +393,6 @@ def walked_inputs(inputs: tuple[str, ...], from_fmt: str | None = None) -> list[
     """The files of INPUT... (directories walked as `mapc convert DIR` walks them); a usage error for a
     path that is neither a file nor a directory."""
     try:
-        return corpus.input_files(inputs, from_fmt)
+        return corpus.input_files(inputs, from_fmt, the_catalog())
     except corpus.PlanError as exc:
         raise click.BadParameter(exc.message, param_hint=exc.param) from None

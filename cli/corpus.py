@@ -60,7 +60,8 @@ from mapc.cli.output import document_bytes
 from mapc.cli.render import problem_line, unknown_field_line
 from mapc.cli.report import lines as report_lines_of
 from mapc.cli.report import owner_checked, refusal
-from mapc.engine import catalog, codecs, convert, detect, envelope, residual
+from mapc.engine import codecs, convert, detect, envelope, residual
+from mapc.engine.catalog import Catalog
 from mapc.engine.loss import Report
 from mapc.engine.options import DEFAULT, Options
 from mapc.engine.problems import MapcError, Problem
@@ -106,6 +107,7 @@ class Job:
     options: Options = DEFAULT
     loss: LossOptions = LossOptions()
     streams: tuple[tuple[str, str], ...] = ()  # (path, rel) of child streams read with it (a tree of streams)
+    catalog: Catalog | None = None  # the formats (None: the one `import mapc` built); pickled with the job
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,45 +173,48 @@ class Summary:
 # -- names ------------------------------------------------------------------------------------------------
 
 
-def _suffix_rules() -> list[tuple[str, str]]:
+def _suffix_rules(catalog: Catalog) -> list[tuple[str, str]]:
     """``(suffix, format)`` of the path rules that are ``*`` and a literal suffix (``*.actf.json``)."""
     return [
         (pattern[1:], fmt)
-        for pattern, fmt in detect.path_rules()
+        for pattern, fmt in detect.path_rules(catalog=catalog)
         if pattern.startswith("*.") and not any(c in pattern[1:] for c in "*?[]/")
     ]
 
 
-def _canonical(fmt: str) -> str:
+def _canonical(fmt: str, catalog: Catalog) -> str:
     return catalog.aliases().get(fmt, fmt)
 
 
-def output_suffix(fmt: str) -> str:
+def output_suffix(fmt: str, catalog: Catalog | None = None) -> str:
     """The suffix of files written in `fmt`: its first ``*.SUFFIX`` path rule, else ``.json``."""
-    fmt = _canonical(fmt)
-    return next((suffix for suffix, f in _suffix_rules() if f == fmt), ".json")
+    catalog = convert.resolved(catalog)
+    fmt = _canonical(fmt, catalog)
+    return next((suffix for suffix, f in _suffix_rules(catalog) if f == fmt), ".json")
 
 
-def walked_suffixes(from_fmt: str | None = None) -> tuple[str, ...]:
+def walked_suffixes(from_fmt: str | None = None, catalog: Catalog | None = None) -> tuple[str, ...]:
     """The file name endings a walk picks up: JSON, JSONL and the path rules' extensions (of `from_fmt` only)."""
-    wanted = None if from_fmt is None else _canonical(from_fmt)
-    extra = {"." + suffix.rsplit(".", 1)[1] for suffix, f in _suffix_rules() if wanted is None or f == wanted}
+    catalog = convert.resolved(catalog)
+    wanted = None if from_fmt is None else _canonical(from_fmt, catalog)
+    extra = {"." + suffix.rsplit(".", 1)[1] for suffix, f in _suffix_rules(catalog) if wanted is None or f == wanted}
     return tuple(dict.fromkeys([*JSON_SUFFIXES, *sorted(extra)]))
 
 
-def _known_suffixes() -> tuple[str, ...]:
-    known = {suffix for suffix, _ in _suffix_rules()} | set(JSON_SUFFIXES)
-    known |= {f".{name}{ext}" for name in convert.formats() for ext in JSON_SUFFIXES}
+def _known_suffixes(catalog: Catalog) -> tuple[str, ...]:
+    known = {suffix for suffix, _ in _suffix_rules(catalog)} | set(JSON_SUFFIXES)
+    known |= {f".{name}{ext}" for name in convert.formats(catalog=catalog) for ext in JSON_SUFFIXES}
     return tuple(sorted(known, key=len, reverse=True))
 
 
-def output_name(name: str, to_fmt: str) -> str:
+def output_name(name: str, to_fmt: str, catalog: Catalog | None = None) -> str:
     """`name` without its longest known suffix, plus the suffix of `to_fmt` (see the module docstring)."""
-    for suffix in _known_suffixes():
+    catalog = convert.resolved(catalog)
+    for suffix in _known_suffixes(catalog):
         if name.endswith(suffix) and len(name) > len(suffix):
             name = name[: -len(suffix)]
             break
-    return name + output_suffix(to_fmt)
+    return name + output_suffix(to_fmt, catalog)
 
 
 # -- planning ---------------------------------------------------------------------------------------------
@@ -219,7 +224,7 @@ def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def input_files(paths: Iterable[str], from_fmt: str | None = None) -> list[str]:
+def input_files(paths: Iterable[str], from_fmt: str | None = None, catalog: Catalog | None = None) -> list[str]:
     """The files named by `paths`: each file (or ``-``) as given, and for each directory the regular files
     the walk picks up (`mapc.cli.files.walk`, as `plan` walks).  PlanError for a path that is neither,
     or a directory that holds no such file."""
@@ -231,11 +236,11 @@ def input_files(paths: Iterable[str], from_fmt: str | None = None) -> list[str]:
         if not Path(given).is_dir():
             raise PlanError(f"cannot read {given}: no such file or directory", "INPUT")
         errors: list[OSError] = []
-        found = [f.path for f in walk(given, walked_suffixes(from_fmt), errors) if f.size is not None]
+        found = [f.path for f in walk(given, walked_suffixes(from_fmt, catalog), errors) if f.size is not None]
         if errors:
             raise PlanError(f"cannot list {errors[0].filename}: {errors[0].strerror or errors[0]}", "INPUT")
         if not found:
-            raise PlanError(f"{given} holds no {'/'.join(walked_suffixes(from_fmt))} file", "INPUT")
+            raise PlanError(f"{given} holds no {'/'.join(walked_suffixes(from_fmt, catalog))} file", "INPUT")
         files.extend(found)
     return files
 
@@ -249,16 +254,18 @@ def plan(
     skip_existing: bool = False,
     options: Options = DEFAULT,
     loss: LossOptions | None = None,
+    catalog: Catalog | None = None,
 ) -> Plan:
     """The jobs converting every file under `root` into `outdir` (see the module docstring for the rules);
     with `skip_existing`, a file whose output is already there is settled as `EXISTING` unread."""
+    catalog = convert.resolved(catalog)
     real_root, real_out = Path(os.path.realpath(root)), Path(os.path.realpath(outdir))
     if real_out == real_root:
         raise PlanError("OUTDIR is DIR itself: outputs would mix with (and could overwrite) the inputs", "-o")
     if Path(outdir).exists() and not Path(outdir).is_dir():
         raise PlanError(f"{outdir} exists and is not a directory", "-o")
     errors: list[OSError] = []
-    found = list(walk(root, walked_suffixes(from_fmt), errors, prune=real_out))
+    found = list(walk(root, walked_suffixes(from_fmt, catalog), errors, prune=real_out))
     inputs = {os.path.realpath(f.path) for f in found if f.size is not None}
     jobs: list[Job] = []
     settled = [
@@ -280,7 +287,7 @@ def plan(
             problem = Problem("file.not_regular", "", f"not a regular file ({entry.other}); mapc reads only files")
             settled.append(FileResult(full, FAILED, input_bytes=0, problem=problem, problems=1))
             continue
-        out_rel = PurePosixPath(rel).parent / output_name(PurePosixPath(rel).name, to_fmt)
+        out_rel = PurePosixPath(rel).parent / output_name(PurePosixPath(rel).name, to_fmt, catalog)
         output = os.path.join(outdir, *out_rel.parts)
         if out_rel.is_absolute() or ".." in out_rel.parts or not _inside(Path(os.path.realpath(output)), real_out):
             problem = Problem(
@@ -296,15 +303,30 @@ def plan(
             if skip_existing and os.path.isfile(output) and not os.path.islink(output):
                 settled.append(FileResult(full, EXISTING))
             else:
-                jobs.append(Job(full, rel, output, outdir, to_fmt, from_fmt, size, options, loss or LossOptions()))
+                jobs.append(
+                    Job(
+                        full,
+                        rel,
+                        output,
+                        outdir,
+                        to_fmt,
+                        from_fmt,
+                        size,
+                        options,
+                        loss or LossOptions(),
+                        catalog=catalog,
+                    )
+                )
             continue
         settled.append(FileResult(full, FAILED, input_bytes=0, problem=problem, problems=1))
-    jobs = _trees(jobs, settled, from_fmt, options)
+    jobs = _trees(jobs, settled, from_fmt, options, catalog)
     jobs.sort(key=lambda j: (-j.size, j.path))
     return Plan(tuple(jobs), tuple(settled))
 
 
-def _trees(jobs: list[Job], settled: list[FileResult], from_fmt: str | None, options: Options) -> list[Job]:
+def _trees(
+    jobs: list[Job], settled: list[FileResult], from_fmt: str | None, options: Options, catalog: Catalog
+) -> list[Job]:
     """The jobs with each child stream (`convert.linked_by_parent`: its first record's Storyline names
     the session that spawned it) moved into the job of its tree's root (`Job.streams`), and settled
     as skipped."""
@@ -316,10 +338,10 @@ def _trees(jobs: list[Job], settled: list[FileResult], from_fmt: str | None, opt
         try:
             with open(job.path, "rb") as f:
                 first = f.readline(options.max_input_bytes or -1)
-            fmt = from_fmt or detect.detect(job.path, first)
-            if fmt is None or not convert.linked_by_parent(fmt):
+            fmt = from_fmt or detect.detect(job.path, first, catalog=catalog)
+            if fmt is None or not convert.linked_by_parent(fmt, catalog=catalog):
                 continue
-            (story, *_) = convert.into_storyline(fmt, first, jsonl=True, path=job.rel, options=options)
+            (story, *_) = convert.into_storyline(fmt, first, jsonl=True, path=job.rel, options=options, catalog=catalog)
         except (OSError, ValueError, MapcError):
             continue  # a first record that says no session: the job itself says what is wrong, if anything
         own.setdefault(story["session"], job)
@@ -358,14 +380,16 @@ def _failed(job: Job, size: int, problems: Sequence[Problem]) -> FileResult:
     return FileResult(job.path, FAILED, input_bytes=size, problem=problems[0], problems=len(problems))
 
 
-def unknown_counts(stories: Iterable[dict], own: str | bool | None = True) -> tuple[tuple[str, str, int], ...]:
+def unknown_counts(
+    stories: Iterable[dict], own: str | bool | None = True, catalog: Catalog | None = None
+) -> tuple[tuple[str, str, int], ...]:
     """``(source, normalized key, n)`` over one file's Storylines; a ``(source, document id, pointer)`` counts once.
 
     With `own`, the source of the file's format (None for a format of no spec: Storyline, a codec's),
     only that source's keys are counted: the other sources' values were carried in the file's
     envelope from another format and are not keys it does not know (issue 15 §7); nor is the note
     of the keys a way back leaves out (`envelope.ABSENT`).  ``True`` counts every source."""
-    trees = catalog.count_trees()
+    trees = convert.resolved(catalog).count_trees()
     seen: set[tuple[str, object, str]] = set()
     counts: dict[tuple[str, str], int] = {}
     for story in stories:
@@ -384,11 +408,11 @@ def unknown_counts(stories: Iterable[dict], own: str | bool | None = True) -> tu
     return tuple((source, key, n) for (source, key), n in sorted(counts.items()))
 
 
-def _own_source(fmt: str) -> str | None:
+def _own_source(fmt: str, catalog: Catalog) -> str | None:
     """The residual source of format `fmt`'s spec; None for Storyline and codecs (no spec)."""
-    if fmt == convert.STORYLINE or codecs.lookup(fmt) is not None:
+    if fmt == convert.STORYLINE or codecs.lookup(fmt, catalog=catalog) is not None:
         return None
-    return convert.program_for(fmt).spec.source
+    return convert.program_for(fmt, catalog=catalog).spec.source
 
 
 def _write(job: Job, data: bytes) -> None:
@@ -414,37 +438,41 @@ def convert_file(job: Job) -> FileResult:
     except MapcError as exc:
         return _failed(job, 0, list(exc.problems))
     jsonl = is_jsonl(job.path)
+    catalog = convert.resolved(job.catalog)  # this worker's copy of the command's catalog
     try:
-        fmt = job.from_fmt or detect.detect(job.path, data)
-        codec = codecs.lookup(fmt) if fmt is not None and job.from_fmt is None else None
+        fmt = job.from_fmt or detect.detect(job.path, data, catalog=catalog)
+        codec = codecs.lookup(fmt, catalog=catalog) if fmt is not None and job.from_fmt is None else None
         if codec is not None and codec.content_test is not None and not codec.content_test(data):
             # Named like the format's files but not one of them (a README.md among AgenticMD files).
             return FileResult(job.path, SKIPPED, input_bytes=len(data), reason=f"not {fmt} content")
         if fmt is None:
             convert.read_units(data, jsonl=jsonl, options=job.options)  # not even JSON: that is a failure, not a skip
             return FileResult(job.path, SKIPPED, input_bytes=len(data), reason="not a known format")
-        pattern = convert.companions_pattern(fmt)
+        pattern = convert.companions_pattern(fmt, catalog=catalog)
         drift: list[str] = []
         if job.streams:  # the root of a tree of streams: its child streams are read with it
             found = [(rel, read_limited(path, job.options.max_input_bytes)) for path, rel in job.streams]
-            stories = convert.into_storyline_with(fmt, data, found, path=job.rel, options=job.options)
-            drift.extend(f"{rel}: {m}" for rel, raw in found for m in convert.drift(fmt, raw, job.options))
+            stories = convert.into_storyline_with(fmt, data, found, path=job.rel, options=job.options, catalog=catalog)
+            drift.extend(
+                f"{rel}: {m}" for rel, raw in found for m in convert.drift(fmt, raw, job.options, catalog=catalog)
+            )
         elif pattern is None:
-            stories = convert.into_storyline(fmt, data, jsonl=jsonl, path=job.rel, options=job.options)
+            stories = convert.into_storyline(fmt, data, jsonl=jsonl, path=job.rel, options=job.options, catalog=catalog)
         else:  # an event stream: its companion files (subagent transcripts) are read with it
             session = sessions.owner(pattern, job.path)
             if session is not None:
                 reason = f"read with {shown(session)}, the session it belongs to"
                 return FileResult(job.path, SKIPPED, input_bytes=len(data), reason=reason)
-            stories = _with_companions(job, fmt, data, pattern, drift)
-        drift[:0] = convert.drift(fmt, data, job.options)  # as `mapc convert FILE` warns of it
+            stories = _with_companions(job, fmt, data, pattern, drift, catalog)
+        drift[:0] = convert.drift(fmt, data, job.options, catalog=catalog)  # as `mapc convert FILE` warns of it
         redacted: dict[str, int] = {}
         if job.loss.redactor is not None:
             stories, redacted = job.loss.redactor.stories(stories)
         result, assessed = convert.from_storyline_reported(
-            job.to_fmt, stories, from_format=fmt, keep_envelope=job.loss.keep_envelope
+            job.to_fmt, stories, from_format=fmt, keep_envelope=job.loss.keep_envelope, catalog=catalog
         )
         assessed = owner_checked(assessed.at(job.path), job.to_fmt, result).with_redacted(redacted)
+        assessed = assessed.with_input(data, result, lines=jsonl)
         if job.loss.strict and not assessed.exact:
             refused = _failed(job, len(data), [refusal(assessed)])
             return dataclasses.replace(refused, loss=assessed)
@@ -463,22 +491,24 @@ def convert_file(job: Job) -> FileResult:
         CONVERTED,
         input_bytes=len(data),
         documents=len(stories),
-        unknown=unknown_counts(stories, _own_source(fmt)),
+        unknown=unknown_counts(stories, _own_source(fmt, catalog), catalog),
         loss=assessed,
         drift=tuple(drift),
     )
 
 
-def _with_companions(job: Job, fmt: str, data: bytes, pattern: str, drift: list[str]) -> list[dict[str, Any]]:
+def _with_companions(
+    job: Job, fmt: str, data: bytes, pattern: str, drift: list[str], catalog: Catalog
+) -> list[dict[str, Any]]:
     """The Storylines of a stream and its companion files; each companion's drift lines, named, go
     to `drift`."""
     base = Path(job.path).parent
     found = []
     for path in sessions.companions(pattern, job.path):
         found.append((Path(path).relative_to(base).as_posix(), read_limited(path, job.options.max_input_bytes)))
-    stories = convert.into_storyline_with(fmt, data, found, path=job.rel, options=job.options)
+    stories = convert.into_storyline_with(fmt, data, found, path=job.rel, options=job.options, catalog=catalog)
     for rel, raw in found:
-        drift.extend(f"{rel}: {m}" for m in convert.drift(fmt, raw, job.options))
+        drift.extend(f"{rel}: {m}" for m in convert.drift(fmt, raw, job.options, catalog=catalog))
     return stories
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from mapc.cli.boundary import options
+from mapc.cli.boundary import options, the_catalog
 from mapc.cli.files import is_jsonl, read_bytes, write_bytes
 from mapc.cli.output import document_bytes, fail_on
 from mapc.cli.params import FORMAT
@@ -89,7 +89,7 @@ def project_command(events_path: str, fmt: str, output: str | None, session: str
         try:
             records = events.read_records(Path(events_path), skipped=skipped)
             stories = events.project(records, session=session, skipped=skipped, notes=notes, options=options())
-            result = convert.from_storyline(fmt, stories)
+            result = convert.from_storyline(fmt, stories, catalog=the_catalog())
         finally:
             report(events_path, skipped)
             for note in notes:
@@ -132,7 +132,9 @@ def synthesize_command(file: str, to: str, protocol: str | None, generic: bool) 
     data = read_bytes(file)
     notes: list[Problem] = []
     with fail_on(file):
-        stories = convert.into_storyline(convert.STORYLINE, data, jsonl=is_jsonl(file), options=options())
+        stories = convert.into_storyline(
+            convert.STORYLINE, data, jsonl=is_jsonl(file), options=options(), catalog=the_catalog()
+        )
         records = []
         for story in stories:
             chosen = None if generic else protocol or events.wire_protocol(story)

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from mapc import __version__
+from mapc import __version__, shipped_catalog
 from mapc.cli import boundary
 from mapc.cli.params import COUNT, SIZE
 
@@ -177,6 +177,7 @@ def cli(ctx: click.Context, **options: Any) -> None:
     Shell completion: eval "$(_MAPC_COMPLETE=bash_source mapc)" (docs/cli.md).
     """
     _spec_cache(ctx, no_cache=bool(options.pop("no_cache", False)))
+    boundary.set_catalog(ctx, shipped_catalog())  # the one catalog of this command, passed down from here
     if options.pop("reject_duplicate_keys", False):  # the old flag: what it asked for is the default
         options["allow_duplicate_keys"] = None
     boundary.set_options(ctx, **options)

@@ -12,9 +12,8 @@ from typing import TYPE_CHECKING, Any
 import click
 import orjson
 
-from mapc.cli.boundary import file_context
+from mapc.cli.boundary import file_context, the_catalog
 from mapc.cli.render import warning_line
-from mapc.engine import catalog
 
 if TYPE_CHECKING:
     from mapc.engine.compile import Program
@@ -149,4 +148,4 @@ def spec_program(spec: str) -> Program:
 
     A spec file with mistakes is reported with its file, line and column (exit 1)."""
     with fail_on(spec):
-        return catalog.program(spec)
+        return the_catalog().program(spec)

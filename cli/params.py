@@ -91,25 +91,31 @@ COUNT = Count()
 
 def format_names() -> str:
     """Every format name, each alias after its format: ``storyline, atif, …, openai-msg (openai-messages), …``."""
-    from mapc.engine import catalog, convert
+    from mapc.cli.boundary import the_catalog
+    from mapc.engine import convert
 
     by_format: dict[str, list[str]] = {}
-    for alias, name in catalog.aliases().items():
+    for alias, name in the_catalog().aliases().items():
         by_format.setdefault(name, []).append(alias)
-    return ", ".join(f"{f} ({', '.join(by_format[f])})" if f in by_format else f for f in convert.formats())
+    return ", ".join(
+        f"{f} ({', '.join(by_format[f])})" if f in by_format else f for f in convert.formats(catalog=the_catalog())
+    )
 
 
 def canonical_format(value: str) -> str | None:
     """The format `value` names (any case, or an alias), or None."""
-    from mapc.engine import catalog, convert
+    from mapc.cli.boundary import the_catalog
+    from mapc.engine import convert
 
     folded = value.strip().lower()
-    if folded in catalog.shipped_names() or folded == convert.STORYLINE:  # a spec's name imports no codec
+    if folded in the_catalog().shipped_names() or folded == convert.STORYLINE:  # a spec's name imports no codec
         return folded
-    alias = catalog.aliases().get(folded)
+    alias = the_catalog().aliases().get(folded)
     if alias is not None:
         return alias
-    return folded if folded in convert.formats() else None  # a codec's name: the codecs are imported
+    return (
+        folded if folded in convert.formats(catalog=the_catalog()) else None
+    )  # a codec's name: the codecs are imported
 
 
 class FormatName(click.ParamType):
@@ -139,9 +145,10 @@ class FormatName(click.ParamType):
     def shell_complete(self, ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
         from click.shell_completion import CompletionItem
 
-        from mapc.engine import catalog, convert
+        from mapc.cli.boundary import the_catalog
+        from mapc.engine import convert
 
-        names = [*convert.formats(), *catalog.aliases()]
+        names = [*convert.formats(catalog=the_catalog()), *the_catalog().aliases()]
         return [CompletionItem(n) for n in names if n.startswith(incomplete.lower())]
 
 
@@ -154,26 +161,27 @@ def resolve_spec(value: str, *, note: bool = True) -> str:
     name (any case, or an alias).  A name ending in ``.yaml`` that is no file here, but is a built-in's
     file name (``atif.yaml``), is that built-in, said on stderr when `note`.  Anything else, or a format
     that has no spec (Storyline, a codec), is a usage error naming what there is."""
-    from mapc.engine import catalog, convert
+    from mapc.cli.boundary import the_catalog
+    from mapc.engine import convert
 
     if Path(value).is_file():
         return value
     fmt = canonical_format(value)
     if fmt is None and value.lower().endswith((".yaml", ".yml")):
         fmt = canonical_format(Path(value).name.rsplit(".", 1)[0])
-        if fmt in catalog.shipped_names():
+        if fmt is not None and fmt in the_catalog().shipped_names():
             if note:
                 click.echo(
                     f"mapc: no file {value} here; using the built-in spec {fmt} (`mapc spec path {fmt}` shows it)",
                     err=True,
                 )
             return fmt
-    if fmt in catalog.shipped_names():
+    if fmt is not None and fmt in the_catalog().shipped_names():
         return fmt
-    known = ", ".join(catalog.shipped_names())
+    known = ", ".join(the_catalog().shipped_names())
     if fmt == convert.STORYLINE:
         message = "storyline is the hub format itself: it has no mapping spec"
-    elif fmt is not None and catalog.installed().trace_spec_text(fmt) is not None:
+    elif fmt is not None and the_catalog().trace_spec_text(fmt) is not None:
         message = (
             f"{fmt} is a span-tree spec (mappings/traces/{fmt}.yaml, run as a codec): `mapc spec show {fmt}` "
             "prints it; the other spec commands read mapping specs only"
@@ -186,6 +194,7 @@ def resolve_spec(value: str, *, note: bool = True) -> str:
 
 
 def _is_codec(fmt: str) -> bool:
+    from mapc.cli.boundary import the_catalog
     from mapc.engine import codecs
 
-    return codecs.lookup(fmt) is not None
+    return codecs.lookup(fmt, catalog=the_catalog()) is not None

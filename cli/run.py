@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from mapc.cli.boundary import options
+from mapc.cli.boundary import options, the_catalog
 from mapc.cli.files import document_path, is_jsonl, read_bytes, write_bytes
 from mapc.cli.output import dump_json, fail_on, spec_program
 from mapc.cli.params import resolve_spec
@@ -34,10 +34,10 @@ def run_command(spec: str, input: str, output: str | None, reverse: bool) -> Non
     with fail_on(input):
         if reverse:
             loaded = storyline.loads(data, allow_duplicate_keys=options().allow_duplicate_keys)
-            result = convert.from_storyline(spec, storyline.documents(loaded))
+            result = convert.from_storyline(spec, storyline.documents(loaded), catalog=the_catalog())
         else:
             stories = convert.into_storyline(
-                spec, data, jsonl=is_jsonl(input), path=document_path(input), options=options()
+                spec, data, jsonl=is_jsonl(input), path=document_path(input), options=options(), catalog=the_catalog()
             )
             result = stories[0] if len(stories) == 1 else stories
     write_bytes(output, dump_json(result))

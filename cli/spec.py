@@ -10,11 +10,11 @@ from typing import Any
 import click
 import orjson
 
+from mapc.cli.boundary import the_catalog
 from mapc.cli.files import is_jsonl, read_bytes
 from mapc.cli.output import dump_json, fail_on
 from mapc.cli.params import canonical_format, resolve_spec
 from mapc.cli.render import report
-from mapc.engine import catalog
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.spec import read_spec_text
 from mapc.engine.values import MISSING
@@ -23,15 +23,15 @@ from mapc.engine.values import MISSING
 def _spec_text(spec: str) -> tuple[str, str]:
     """(file name, YAML text) of a built-in spec name or a spec path; unreadable is a usage error."""
     spec = resolve_spec(spec)
-    if spec in catalog.shipped_names() and not Path(spec).is_file():
-        return f"{spec}.yaml", catalog.spec_text(spec)
+    if spec in the_catalog().shipped_names() and not Path(spec).is_file():
+        return f"{spec}.yaml", the_catalog().spec_text(spec)
     try:
         return spec, read_spec_text(Path(spec))
     except MapcError as exc:
         if exc.problems[0].code != "spec.not_found":  # readable, but not UTF-8: a data problem
             report(spec, exc.problems)
             sys.exit(1)
-        known = ", ".join(catalog.shipped_names())
+        known = ", ".join(the_catalog().shipped_names())
         raise click.BadParameter(f"{exc.problems[0].message} (built-in specs: {known})", param_hint="SPEC") from None
 
 
@@ -53,7 +53,7 @@ def _trace_spec(spec: str) -> tuple[str, str] | None:
             return None
         return (spec, text) if spans.is_span_tree(data) else None
     fmt = canonical_format(spec)
-    text = catalog.installed().trace_spec_text(fmt) if fmt is not None else None
+    text = the_catalog().trace_spec_text(fmt) if fmt is not None else None
     return None if text is None else (f"mappings/traces/{fmt}.yaml", text)
 
 
@@ -123,7 +123,7 @@ def show_command(spec: str) -> None:
       mapc spec show openai-messages
     """
     fmt = canonical_format(spec) if not Path(spec).is_file() else None
-    traced = catalog.installed().trace_spec_text(fmt) if fmt is not None else None
+    traced = the_catalog().trace_spec_text(fmt) if fmt is not None else None
     _, text = ("", traced) if traced is not None else _spec_text(spec)
     click.echo(text, nl=not text.endswith("\n"))
 
@@ -138,7 +138,7 @@ def path_command(spec: str) -> None:
       cp "$(mapc spec path atif)" my-atif.yaml
     """
     resolved = resolve_spec(spec)
-    if resolved in catalog.shipped_names() and not Path(resolved).is_file():
+    if resolved in the_catalog().shipped_names() and not Path(resolved).is_file():
         click.echo(str(_shipped(resolved)))
     else:
         click.echo(str(Path(resolved).resolve()))
@@ -232,7 +232,7 @@ def table_command(spec: str) -> None:
 def _program(spec: str) -> Any:
     spec = resolve_spec(spec)
     with fail_on(spec):
-        return catalog.program(spec)
+        return the_catalog().program(spec)
 
 
 @spec_group.command("coverage")
@@ -328,7 +328,7 @@ def explain_command(spec: str, input: str, pointer: str, index: int | None, as_j
                 tokens[:1] and tokens[0] in _storyline_root() and jp.resolve(doc, tokens) is MISSING
             )
             if target:
-                stories = convert.forward_unit(program, unit)
+                stories = convert.forward_unit(program, unit, catalog=the_catalog())
                 findings = explain.explain_target(program, stories, index or 0, rel, doc)
                 what = f"Storyline {index or 0} made from {input}"
             else:

@@ -17,7 +17,7 @@ import click
 import orjson
 
 from mapc.cli import report as loss_report
-from mapc.cli.boundary import on_interrupt, options
+from mapc.cli.boundary import on_interrupt, options, the_catalog
 from mapc.cli.engines import engine_options, open_engine
 from mapc.cli.files import (
     document_path,
@@ -246,7 +246,7 @@ def store_command(
     with (
         open_engine(engine, address, workers) as runner,
         fail_on(to, as_json=as_json),
-        ingest.staged(Path(to), items, runner.map, existing, options()) as job,
+        ingest.staged(Path(to), items, runner.map, existing, options(), the_catalog()) as job,
     ):
         if _report_outcomes(job.outcomes, as_json=as_json):
             sys.exit(1)
@@ -339,17 +339,19 @@ def export_command(
             # as themselves (engine/convert.py), so the loss report need not read them back.
             settings = {"keep_envelope": not no_envelope, "parsed": redactor is None}
             try:  # from_storyline validates the Storylines: once, not twice
-                result, assessed = convert.from_storyline_reported(fmt, stories, **settings)
+                result, assessed = convert.from_storyline_reported(fmt, stories, **settings, catalog=the_catalog())
             except MapcError:
                 rows.validated(stories)  # an invalid rebuilt document: named by its document_id
                 stories, failed = _convertible(fmt, stories)  # issue 15 §5: the rest is still written
-                result, assessed = convert.from_storyline_reported(fmt, stories, **settings)
+                result, assessed = convert.from_storyline_reported(fmt, stories, **settings, catalog=the_catalog())
             assessed = loss_report.owner_checked(assessed.at(dataset_dir), fmt, result)
             if strict and not assessed.exact:
                 loss_report.write_report(report_file, [assessed], strict=strict)
                 raise MapcError([loss_report.refusal(assessed)])
             if output is not None and is_jsonl(output):
-                result = convert.as_lines(fmt, result)  # a row corpus: one row a line (the envelope in the first)
+                result = convert.as_lines(
+                    fmt, result, catalog=the_catalog()
+                )  # a row corpus: one row a line (the envelope in the first)
             data = output_bytes(output, result)
     write_bytes(output, data)
     loss_report.write_report(report_file, [assessed], strict=strict)
@@ -370,7 +372,7 @@ def _convertible(fmt: str, stories: list[dict[str, Any]]) -> tuple[list[dict[str
     problems: list[Problem] = []
     for tree in trees:
         try:
-            convert.from_storyline(fmt, tree)
+            convert.from_storyline(fmt, tree, catalog=the_catalog())
         except MapcError as exc:
             where = f"runs[document_id={orjson.dumps(views.document_id(tree[0])).decode()}]"
             problems.extend(Problem(p.code, where + p.pointer, p.message) for p in exc.problems)

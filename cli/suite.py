@@ -25,6 +25,7 @@ from typing import Any, Final
 import orjson
 
 from mapc.engine import pointer
+from mapc.engine.catalog import Catalog
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.values import MISSING, json_equal
 
@@ -302,38 +303,41 @@ def _request_bytes(request: dict[str, Any]) -> tuple[bytes, bool]:
     return orjson.dumps(request["input"]), False
 
 
-def run_in_process(request: dict[str, Any]) -> Response:
-    """Answer `request` with mapc's own API (`mapc.engine.convert`, `mapc.engine.detect`)."""
+def run_in_process(request: dict[str, Any], catalog: Catalog | None = None) -> Response:
+    """Answer `request` with mapc's own API (`mapc.engine.convert`, `mapc.engine.detect`) over `catalog`
+    (None: the one ``import mapc`` built)."""
     from mapc.engine import convert, detect, storyline
 
+    catalog = convert.resolved(catalog)
     data, jsonl = _request_bytes(request)
     operation = request["operation"]
     if operation == "detect":  # by the path's name, then the given bytes; nothing is read from disk
-        return Response(output=detect.detect(request["path"], data))
+        return Response(output=detect.detect(request["path"], data, catalog=catalog))
     fmt = request["format"]
     try:
         if operation == "validate":
-            convert.into_storyline(fmt, data, jsonl=jsonl)
+            convert.into_storyline(fmt, data, jsonl=jsonl, catalog=catalog)
             return Response(output=True)
         if operation == "forward":
-            return Response(output=convert.into_storyline(fmt, data, jsonl=jsonl))
+            return Response(output=convert.into_storyline(fmt, data, jsonl=jsonl, catalog=catalog))
         if operation == "reverse":
             stories = storyline.documents(storyline.loads(data))
-            return Response(output=convert.from_storyline(fmt, stories))
+            return Response(output=convert.from_storyline(fmt, stories, catalog=catalog))
         if operation == "convert":
-            return Response(output=convert.convert(fmt, request["to"], data, jsonl=jsonl))
+            return Response(output=convert.convert(fmt, request["to"], data, jsonl=jsonl, catalog=catalog))
         return Response(protocol=f"unknown operation {operation!r}")
     except MapcError as exc:
         return Response(errors=tuple((p.code, p.pointer) for p in exc.problems))
 
 
-def in_process_formats() -> frozenset[str]:
-    """The formats mapc itself implements (Storyline and every shipped spec), and the residual
-    source names of those specs (a case may require either)."""
-    from mapc.engine import catalog, convert
+def in_process_formats(catalog: Catalog | None = None) -> frozenset[str]:
+    """The formats mapc itself implements (Storyline and every spec of `catalog`, None: the one
+    ``import mapc`` built), and the residual source names of those specs (a case may require either)."""
+    from mapc.engine import convert
 
+    catalog = convert.resolved(catalog)
     sources = {catalog.program(name).spec.source for name in catalog.shipped_names()}
-    return frozenset(convert.formats()) | sources
+    return frozenset(convert.formats(catalog=catalog)) | sources
 
 
 def command_implementation(command: str, *, timeout: float = 60.0, cwd: str | None = None) -> Implementation:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mapc.cli.boundary import the_catalog
 from mapc.engine import convert, detect
 from mapc.engine.problems import MapcError, Problem
 from mapc.engine.timestamp import TimestampError, timestamp_ns
@@ -64,13 +65,15 @@ def load_file(path: str, fmt: str | None = None) -> Loaded:
         raise LoadError(path, [problem], usage=True) from None
     except MapcError as exc:
         raise LoadError(path, exc.problems) from None
-    fmt = fmt or detect.detect(path, data)
+    fmt = fmt or detect.detect(path, data, catalog=the_catalog())
     if fmt is None:
         message = "cannot tell the format from the file's name or content; say it with --format"
         raise LoadError(path, [Problem("usage.format_unknown", "", message)], usage=True)
     try:
         with warnings.catch_warnings(record=True) as caught:
-            stories = convert.into_storyline(fmt, data, jsonl=is_jsonl(path), path=document_path(path))
+            stories = convert.into_storyline(
+                fmt, data, jsonl=is_jsonl(path), path=document_path(path), catalog=the_catalog()
+            )
     except MapcError as exc:
         raise LoadError(exc.source or path, exc.problems) from None
     from mapc.cli.render import warning_line
@@ -98,7 +101,7 @@ def walk(root: str, fmt: str | None = None) -> Iterator[str]:
     """The trajectory files under directory `root`, sorted; hidden entries and symbolic links skipped."""
     from mapc.cli.corpus import walked_suffixes
 
-    suffixes = walked_suffixes(fmt)
+    suffixes = walked_suffixes(fmt, the_catalog())
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and not os.path.islink(Path(dirpath, d)))
         for name in sorted(filenames):

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from mapc.cli.boundary import options
+from mapc.cli.boundary import options, the_catalog
 from mapc.cli.convert import walked_inputs
 from mapc.cli.files import document_path, is_jsonl, read_bytes
 from mapc.cli.params import FORMAT_OR_SPEC
@@ -61,7 +61,7 @@ def validate_command(inputs: tuple[str, ...], fmt: str | None, as_json: bool, st
         problems: tuple[Problem, ...] = ()
         as_fmt = fmt
         if as_fmt is None:
-            as_fmt = detect.detect(file, data) or convert.STORYLINE
+            as_fmt = detect.detect(file, data, catalog=the_catalog()) or convert.STORYLINE
             if as_fmt != convert.STORYLINE and not as_json:
                 click.echo(f"note: {file}: checked as {as_fmt} (detected; say another with --format)", err=True)
         owner = OWNERS.get(as_fmt)
@@ -69,7 +69,14 @@ def validate_command(inputs: tuple[str, ...], fmt: str | None, as_json: bool, st
             if strict and owner is not None:
                 problems = tuple(_each_unit(data, file, owner.problems))
             else:
-                convert.into_storyline(as_fmt, data, jsonl=is_jsonl(file), path=document_path(file), options=options())
+                convert.into_storyline(
+                    as_fmt,
+                    data,
+                    jsonl=is_jsonl(file),
+                    path=document_path(file),
+                    options=options(),
+                    catalog=the_catalog(),
+                )
                 if owner is not None:
                     for w in _each_unit(data, file, owner.warnings):
                         click.echo(f"warning: {file}: {w}", err=True)

@@ -37,10 +37,10 @@ import click
 import orjson
 
 from mapc.cli import trajectory
+from mapc.cli.boundary import the_catalog
 from mapc.cli.files import write_atomically
 from mapc.cli.output import redact_options, redactor_of
 from mapc.cli.render import report
-from mapc.engine import catalog
 from mapc.engine.redact import Redactor
 
 PAGE_AFTER = 25  # trajectories in one page at most; more are paged
@@ -68,9 +68,9 @@ def _turn_arrays(fmt: str) -> list[re.Pattern[str]]:
     Read from the spec's `arrays` (the source array that becomes ``/turns/{t}``), so no format is
     named here; a codec declares no arrays, and its residuals are shown with the document.
     """
-    if fmt not in catalog.shipped_names() and fmt not in catalog.aliases():
+    if fmt not in the_catalog().shipped_names() and fmt not in the_catalog().aliases():
         return []  # a codec, or a source no shipped spec reads: nothing to place by (and never a file path)
-    spec = catalog.program(fmt).spec
+    spec = the_catalog().program(fmt).spec
     out = []
     for array in spec.arrays:
         if array.dst.text == "/turns/{t}":

@@ -5,9 +5,11 @@ The engine knows no format.  A `Catalog` says where the shipped specs are (a pac
 package's modules declare codecs (engine/codecs.py).  It is built at the top, by ``mapc``
 (api/__init__.py) for the shipped formats, and passed down: `compile_spec`, `functions.lookup`,
 `codecs.lookup` and the Storyline validator's count trees take it as an argument.  The catalog
-``import mapc`` builds is also *installed* as the default for callers that pass none (the
-library's own entry points, which predate the argument); a second catalog can be built and passed
-to any of them without installing it.  The engine imports what a catalog names, and nothing of
+``import mapc`` builds is also *installed* as the default for callers that pass none; the CLI
+takes it once at its root command, the API and engine/convert.py resolve a missing argument once at
+their entry, and all pass it down from there.  A second catalog can be built and passed to any of
+them without installing it; it pickles as its description, so a worker process gets the same one.
+The engine imports what a catalog names, and nothing of
 `mapc.mappings` by itself (tests/test_layers.py).
 
 A catalog holds what it compiled: each shipped spec once, and only when it is run (a small
@@ -48,6 +50,11 @@ class Catalog:
     codecs: str | tuple[str, ...] | None = None
     traces: str | None = None
     _held: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def __reduce__(self) -> tuple[type[Catalog], tuple[Any, ...]]:
+        """Pickled as its description (the packages it names), not what it compiled: a worker
+        process or Ray task gets the same catalog and compiles what it runs itself."""
+        return (Catalog, (self.specs, self.functions, self.codecs, self.traces))
 
     # -- functions and codecs --
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
-from mapc.engine import catalog, envelope, functions, known, pointer, run, storyline
+from mapc.engine import catalog as catalogs
+from mapc.engine import envelope, functions, known, pointer, run, storyline
 from mapc.engine.checks import iter_check_problems
 from mapc.engine.limits import Limits
 from mapc.engine.mapped import Mapped, Rebuilt
@@ -27,8 +28,10 @@ from mapc.engine.values import json_equal
 
 if TYPE_CHECKING:
     from mapc.engine import codecs, loss, provenance
+    from mapc.engine.catalog import Catalog
     from mapc.engine.program import Program
     from mapc.engine.redact import Redactor
+    from mapc.engine.residual import Tree
 
 # Codecs, loss reports and provenance are imported where they are used: a run of one spec over one file
 # (`mapc run`) needs none of them.
@@ -110,14 +113,21 @@ def read_units(data: bytes, *, jsonl: bool = False, rows: bool | str = False, op
     return [Unit(doc)]
 
 
-def formats() -> list[str]:
-    """Every format name mapc reads and writes."""
+def resolved(catalog: Catalog | None) -> Catalog:
+    """`catalog`, or for a caller that passes none the one ``import mapc`` installed (the only
+    place this module asks for it: every function below passes the one it resolved down)."""
+    return catalog if catalog is not None else catalogs.installed()
+
+
+def formats(catalog: Catalog | None = None) -> list[str]:
+    """Every format name mapc reads and writes (of `catalog`; None: the installed one)."""
     from mapc.engine import codecs
 
-    return [STORYLINE, *catalog.shipped_names(), *codecs.names()]
+    catalog = resolved(catalog)
+    return [STORYLINE, *catalog.shipped_names(), *codecs.names(catalog)]
 
 
-def program_for(fmt: str) -> Program:
+def program_for(fmt: str, catalog: Catalog | None = None) -> Program:
     """The compiled spec of a format name (or an alias a spec declares), or of a spec path."""
     if fmt == "events":
         raise MapcError.single(
@@ -126,16 +136,16 @@ def program_for(fmt: str) -> Program:
             "events live only in Lance: use `mapc events append` to store event records and "
             "`mapc events project` to turn them into Storylines or any other format",
         )
-    return catalog.program(fmt)  # a name, an alias or a path
+    return resolved(catalog).program(fmt)  # a name, an alias or a path
 
 
-def _codec(fmt: str) -> codecs.Codec | None:
+def _codec(fmt: str, catalog: Catalog) -> codecs.Codec | None:
     """The codec of `fmt`; a shipped spec's name is no codec, and asking costs no import of them."""
     if fmt in catalog.shipped_names() or fmt in catalog.aliases():
         return None
     from mapc.engine import codecs
 
-    return codecs.lookup(fmt)
+    return codecs.lookup(fmt, catalog)
 
 
 def input_problems(program: Program, doc: Any) -> list[Problem]:
@@ -149,9 +159,15 @@ def input_problems(program: Program, doc: Any) -> list[Problem]:
 
 
 def forward_unit(
-    program: Program, unit: Unit, path: str | None = None, options: Options = DEFAULT
+    program: Program,
+    unit: Unit,
+    path: str | None = None,
+    options: Options = DEFAULT,
+    catalog: Catalog | None = None,
 ) -> list[dict[str, Any]]:
-    """Map one top-level source document to validated Storylines (`path`: the input's relative path)."""
+    """Map one top-level source document to validated Storylines (`path`: the input's relative path;
+    `catalog`: whose count trees the Storylines are checked against)."""
+    trees = resolved(catalog).count_trees()
     try:
         doc, carried = envelope.take(unit.document, program.spec.envelope)
         doc = prepare(program.spec.prepare, doc)
@@ -169,8 +185,8 @@ def forward_unit(
         stories = [m.story for m in mapped]
         if carried or moved or program.spec.rows is not None or program.spec.stream is not None:
             for story in stories:
-                _recount(story)
-        problems = [_output_problem(m.carrier, p) for m in mapped for p in storyline.check(m.story)]
+                _recount(story, trees)
+        problems = [_output_problem(m.carrier, p) for m in mapped for p in storyline.check(m.story, trees)]
         limits = Limits.of(options)
         problems += [_output_problem(m.carrier, p) for m in mapped for p in limits.problems(m.story)]
         if problems:
@@ -194,10 +210,10 @@ def _output_problem(carrier: str, problem: Problem) -> Problem:
     )
 
 
-def _recount(story: dict[str, Any]) -> None:
+def _recount(story: dict[str, Any], trees: Mapping[str, Tree]) -> None:
     from mapc.engine.residual import recompute_counts
 
-    counts = recompute_counts(story.get("unknown_fields") or {}, catalog.count_trees())
+    counts = recompute_counts(story.get("unknown_fields") or {}, trees)
     if counts:
         story["unknown_key_counts"] = counts
 
@@ -218,17 +234,26 @@ def _bounded_depth(fn: Callable[P, R]) -> Callable[P, R]:
 
 @_bounded_depth
 def into_storyline(
-    fmt: str, data: bytes, *, jsonl: bool = False, path: str | None = None, options: Options = DEFAULT
+    fmt: str,
+    data: bytes,
+    *,
+    jsonl: bool = False,
+    path: str | None = None,
+    options: Options = DEFAULT,
+    catalog: Catalog | None = None,
 ) -> list[dict[str, Any]]:
     """Every Storyline in the file `data` of format `fmt`, validated; MapcError on bad input.
 
     `path` is the file's path relative to the corpus it belongs to: formats that name their
     documents by path (row corpora) use it, and reject an absolute one or one with `..`.
-    `options` (engine/options.py) sets the limits and the duplicate-key check."""
-    codec = _codec(fmt)
+    `options` (engine/options.py) sets the limits and the duplicate-key check; `catalog` the formats
+    (None: the installed one)."""
+    catalog = resolved(catalog)
+    trees = catalog.count_trees()
+    codec = _codec(fmt, catalog)
     if codec is not None:  # a format that is not JSON: its own reader, then the hub's checks
         decoded = codec.decode(data, path, options)
-        failed = storyline.check_all(decoded, prefix=len(decoded) > 1) or _over_limits(
+        failed = storyline.check_all(decoded, len(decoded) > 1, trees) or _over_limits(
             decoded, len(decoded) > 1, options
         )
         if failed:
@@ -238,11 +263,11 @@ def into_storyline(
         units = read_units(data, jsonl=jsonl, options=options)
         found = [s for u in units for s in storyline.documents(u.document)]
         prefix = len(found) > 1 or type(units[0].document) is list
-        failed = storyline.check_all(found, prefix=prefix) or _over_limits(found, prefix, options)
+        failed = storyline.check_all(found, prefix, trees) or _over_limits(found, prefix, options)
         if failed:
             raise MapcError(failed)
         return found
-    program = program_for(fmt)
+    program = program_for(fmt, catalog)
     stream = program.spec.stream is not None  # an event stream is JSONL, whatever the file is called
     rows = _rows_key(program) or program.spec.rows is not None or stream
     stories: list[dict[str, Any]] = []
@@ -255,7 +280,7 @@ def into_storyline(
             units = [Unit(records, prefix=f"/{k}") for k, records in enumerate(units[0].document)]
         for unit in units:  # every unit is checked, so one run reports every bad element or line
             try:
-                stories.extend(forward_unit(program, unit, path, options))
+                stories.extend(forward_unit(program, unit, path, options, catalog))
             except MapcError as exc:
                 problems.extend(exc.problems)
     if problems:
@@ -281,7 +306,12 @@ def _over_limits(stories: list[dict[str, Any]], prefix: bool, options: Options =
 
 @_bounded_depth
 def from_storyline(
-    fmt: str, stories: list[dict[str, Any]], *, carry: bool = True, hops: list[Hop] | None = None
+    fmt: str,
+    stories: list[dict[str, Any]],
+    *,
+    carry: bool = True,
+    hops: list[Hop] | None = None,
+    catalog: Catalog | None = None,
 ) -> Any:
     """The document of format `fmt` for `stories`: one object, or an array for several roots (a
     codec's format: its text, a str).
@@ -289,10 +319,12 @@ def from_storyline(
     With `carry`, what `fmt` cannot say about the documents the Storylines came from travels in
     its `_storyline` envelope, so converting back gives those documents whole (engine/provenance.py).
     With `hops` (a list), every hop that tried is appended to it: the loss report reuses its
-    reading of `fmt` rather than reading the output again."""
+    reading of `fmt` rather than reading the output again.  `catalog`: the formats (None: the
+    installed one)."""
+    catalog = resolved(catalog)
     if not stories:
         raise MapcError.single("input.empty", "", "no Storyline to export")
-    problems = storyline.check_all(stories, prefix=len(stories) > 1)
+    problems = storyline.check_all(stories, len(stories) > 1, catalog.count_trees())
     if problems:
         raise MapcError(problems)
     if fmt == STORYLINE:  # written in canonical form: empty prompt strings dropped (engine/serialize.py)
@@ -300,10 +332,10 @@ def from_storyline(
 
         stories = [canonical_prompts(s) for s in stories]
         return stories[0] if len(stories) == 1 else stories
-    codec = _codec(fmt)
+    codec = _codec(fmt, catalog)
     if codec is not None:
         return codec.encode(stories)  # text (str), not a JSON value
-    program = program_for(fmt)
+    program = program_for(fmt, catalog)
     if carry:
         # Only the formats the Storylines say they came from, or hold residuals of, can rebuild their
         # documents: a Storyline of `fmt` itself (or of no shipped format) needs no other spec compiled.
@@ -313,10 +345,11 @@ def from_storyline(
         programs = {name: catalog.program(name) for name in sorted(homes - {program.spec.name}) if name in shipped}
         from mapc.engine import provenance
 
-        export, read = (_hop_out, _hop_in) if hops is None else _recorded(hops)
-        stories = provenance.carry_home(stories, program.spec.name, programs, export, read, rebuild)
+        export, read = _hops(catalog, hops)
+        again = functools.partial(rebuild, catalog=catalog)
+        stories = provenance.carry_home(stories, program.spec.name, programs, export, read, again)
     docs = []
-    for k, rebuilt in enumerate(rebuild(program, stories)):
+    for k, rebuilt in enumerate(rebuild(program, stories, catalog)):
         doc = rebuilt.document
         # The rebuilt document must be one the format accepts (a Storyline may hold values the
         # format cannot say, e.g. an observation that is not {"results": [...]}).
@@ -345,9 +378,10 @@ def _residual_sources(story: dict[str, Any]) -> list[str]:
     return [k for k in sources if type(k) is str] if type(sources) is dict else []
 
 
-def rebuild(program: Program, stories: list[dict[str, Any]]) -> list[Rebuilt]:
+def rebuild(program: Program, stories: list[dict[str, Any]], catalog: Catalog | None = None) -> list[Rebuilt]:
     """The documents of `program`'s format for `stories`: the reverse rules, then the spec's
-    `document.finish` function (which may move values into the format's extension slots)."""
+    `document.finish` function (which may move values into the format's extension slots), looked
+    up in `catalog` (None: the installed one)."""
     whole = [known.merged(s, program) for s in stories]  # origin.kept back among the residuals
     bare, notes = _absent_notes(program, whole)
     rebuilt = run.reverse(program, bare)
@@ -362,7 +396,7 @@ def rebuild(program: Program, stories: list[dict[str, Any]]) -> list[Rebuilt]:
             for r in rebuilt
         ]
     if program.spec.finish is not None:
-        fn = functions.lookup(program.spec.finish)
+        fn = functions.lookup(program.spec.finish, resolved(catalog))
         if fn is None:
             raise MapcError.single(
                 "spec.unknown_function", "", f"document.finish names no function {program.spec.finish!r}"
@@ -395,6 +429,7 @@ def _absent_notes(program: Program, stories: list[dict[str, Any]]) -> tuple[list
         if type(fields) is not dict or envelope.ABSENT not in fields:
             bare.append(story)
             continue
+        assert type(uf) is dict and type(entry) is dict  # as `fields` is a dict: for the type checker
         notes = fields[envelope.ABSENT]
         absent[id(story)] = [p for p in notes if type(p) is str] if type(notes) is list else []
         rest = {p: v for p, v in fields.items() if p != envelope.ABSENT}
@@ -449,12 +484,17 @@ def _owned(value: Any, own: set[int]) -> Any:
     return copy
 
 
-def _hop_out(fmt: str, stories: list[dict[str, Any]]) -> Any:
-    return from_storyline(fmt, stories, carry=False)
+def _hops(catalog: Catalog, hops: list[Hop] | None) -> tuple[provenance.Export, provenance.Import]:
+    """The export and read of one hop through `catalog`'s formats (without carrying provenance
+    again); with `hops` (a list), each completed hop is appended to it (`_recorded`)."""
 
+    def export(fmt: str, stories: list[dict[str, Any]]) -> Any:
+        return from_storyline(fmt, stories, carry=False, catalog=catalog)
 
-def _hop_in(fmt: str, data: bytes) -> list[dict[str, Any]]:
-    return into_storyline(fmt, data)
+    def read(fmt: str, data: bytes) -> list[dict[str, Any]]:
+        return into_storyline(fmt, data, catalog=catalog)
+
+    return (export, read) if hops is None else _recorded(hops, export, read)
 
 
 @dataclass(frozen=True, slots=True)
@@ -467,17 +507,19 @@ class Hop:
     back: list[dict[str, Any]]
 
 
-def _recorded(hops: list[Hop]) -> tuple[provenance.Export, provenance.Import]:
-    """`_hop_out` and `_hop_in` that append each completed hop to `hops` (a read follows its export)."""
+def _recorded(
+    hops: list[Hop], hop_out: provenance.Export, hop_in: provenance.Import
+) -> tuple[provenance.Export, provenance.Import]:
+    """`hop_out` and `hop_in` that append each completed hop to `hops` (a read follows its export)."""
     pending: list[tuple[list[dict[str, Any]], Any]] = []
 
     def export(fmt: str, stories: list[dict[str, Any]]) -> Any:
-        out = _hop_out(fmt, stories)
+        out = hop_out(fmt, stories)
         pending[:] = [(stories, out)]
         return out
 
     def read(fmt: str, data: bytes) -> list[dict[str, Any]]:
-        back = _hop_in(fmt, data)
+        back = hop_in(fmt, data)
         if pending:
             hops.append(Hop(pending[0][0], pending[0][1], back))
             pending.clear()
@@ -494,17 +536,18 @@ def _export_problem(where: str, problem: Problem, fmt: str) -> Problem:
     )
 
 
-def streamable(from_fmt: str, to_fmt: str) -> bool:
+def streamable(from_fmt: str, to_fmt: str, catalog: Catalog | None = None) -> bool:
     """Whether a JSONL input converts line by line with the result of converting it whole: each line
     maps alone (not a row corpus, whose rows group across lines) and the target writes each tree of
     Storylines as its own document (Storyline itself, or a format without members or rows)."""
-    if _codec(from_fmt) is not None or _codec(to_fmt) is not None:
+    catalog = resolved(catalog)
+    if _codec(from_fmt, catalog) is not None or _codec(to_fmt, catalog) is not None:
         return False
-    if from_fmt != STORYLINE and not _one_document_a_line(program_for(from_fmt)):
+    if from_fmt != STORYLINE and not _one_document_a_line(program_for(from_fmt, catalog)):
         return False
     if to_fmt == STORYLINE:
         return True
-    target = program_for(to_fmt)
+    target = program_for(to_fmt, catalog)
     return target.each is None and _one_document_a_line(target)
 
 
@@ -524,6 +567,7 @@ def convert_lines(
     strict: bool = False,
     keep_envelope: bool = True,
     redactor: Redactor | None = None,
+    catalog: Catalog | None = None,
 ) -> Iterator[Any]:
     """`convert` for JSONL read lazily (see `streamable`): the documents of each line in turn, so
     memory holds one line at a time.  Every line is checked; MapcError, with every bad line, at the end.
@@ -532,22 +576,23 @@ def convert_lines(
     is not exact a problem of its line (`convert.not_exact`); without `keep_envelope` the documents
     are written without their envelopes; with `redactor` each line's Storylines are redacted before
     the export (engine/redact.py), the replacements counted in its report."""
+    catalog = resolved(catalog)
     problems: list[Problem] = []
     for n, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             if reports is None and keep_envelope and not strict and redactor is None:
-                result = convert(from_fmt, to_fmt, line, path=path, options=options)
+                result = convert(from_fmt, to_fmt, line, path=path, options=options, catalog=catalog)
             else:
-                stories = into_storyline(from_fmt, line, path=path, options=options)
+                stories = into_storyline(from_fmt, line, path=path, options=options, catalog=catalog)
                 counts: dict[str, int] = {}
                 if redactor is not None:
                     stories, counts = redactor.stories(stories)
                 result, report = from_storyline_reported(
-                    to_fmt, stories, from_format=from_fmt, keep_envelope=keep_envelope
+                    to_fmt, stories, from_format=from_fmt, keep_envelope=keep_envelope, catalog=catalog
                 )
-                report = report.with_redacted(counts)
+                report = report.with_redacted(counts).with_input(line, result)
                 if reports is not None:
                     reports.append(report)
                 if strict and not report.exact:
@@ -573,9 +618,12 @@ def convert(
     jsonl: bool = False,
     path: str | None = None,
     options: Options = DEFAULT,
+    catalog: Catalog | None = None,
 ) -> Any:
-    """`from_storyline(to, into_storyline(from, data))`."""
-    return from_storyline(to_fmt, into_storyline(from_fmt, data, jsonl=jsonl, path=path, options=options))
+    """`from_storyline(to, into_storyline(from, data))`, both through `catalog` (None: the installed one)."""
+    catalog = resolved(catalog)
+    stories = into_storyline(from_fmt, data, jsonl=jsonl, path=path, options=options, catalog=catalog)
+    return from_storyline(to_fmt, stories, catalog=catalog)
 
 
 def from_storyline_reported(
@@ -585,6 +633,7 @@ def from_storyline_reported(
     from_format: str | None = None,
     keep_envelope: bool = True,
     parsed: bool = False,
+    catalog: Catalog | None = None,
 ) -> tuple[Any, loss.Report]:
     """`from_storyline(fmt, stories)` and its loss report (engine/loss.py).
 
@@ -600,16 +649,17 @@ def from_storyline_reported(
     would still find, the residual limits of reading, is checked on the documents themselves."""
     from mapc.engine import loss, provenance
 
+    catalog = resolved(catalog)
     hops: list[Hop] = []
-    output = from_storyline(fmt, stories, hops=hops)
+    output = from_storyline(fmt, stories, hops=hops, catalog=catalog)
     single = type(output) is not list
     documents = [output] if single else list(output)
     if parsed and fmt == STORYLINE and all(map(_unchanged, stories, documents)):
         found = _over_limits(documents, not single)
-        problems = tuple(Problem(p.code, p.pointer, f"{fmt} does not read its own output: {p.message}") for p in found)
+        unread = tuple(Problem(p.code, p.pointer, f"{fmt} does not read its own output: {p.message}") for p in found)
         origin = from_format or _origin_format(stories) or STORYLINE
-        return output, loss.Report(origin, fmt, loss.CARRIED if keep_envelope else loss.DROPPED, (), (), (), problems)
-    at = _envelope_place(fmt)
+        return output, loss.Report(origin, fmt, loss.CARRIED if keep_envelope else loss.DROPPED, (), (), (), unread)
+    at = _envelope_place(fmt, catalog)
     carried = loss.envelope_entries(documents, at) if at is not None else ()
     native = loss.without_envelopes(documents, at) if carried and at is not None else documents
     if not keep_envelope:
@@ -624,14 +674,16 @@ def from_storyline_reported(
             raw = data.encode("utf-8") if isinstance(data, str) else provenance._json_bytes(data)
             if raw is None:
                 raise MapcError.single("output.not_json", "", "the output is not JSON")
-            back = into_storyline(fmt, raw)
+            back = into_storyline(fmt, raw, catalog=catalog)
     except MapcError as exc:
         problems = tuple(
             Problem(p.code, p.pointer, f"{fmt} does not read its own output: {p.message}") for p in exc.problems
         )
     else:
         lost, made = loss.story_changes(stories, back)
-        if _carried_home(fmt, stories):
+        if fmt != STORYLINE and _codec(fmt, catalog) is None:  # record values the export made up
+            made += loss.residuals_made(stories, back, program_for(fmt, catalog).spec.source)
+        if _carried_home(fmt, stories, catalog):
             lost = ()  # what A's way back needs of these is what the envelope carries
     report = loss.Report(
         from_format or _origin_format(stories) or STORYLINE,
@@ -685,11 +737,11 @@ def _unchanged(story: Any, written: Any) -> bool:
     return False
 
 
-def _envelope_place(fmt: str) -> str | None:
+def _envelope_place(fmt: str, catalog: Catalog) -> str | None:
     """Where `fmt`'s envelope rides; None for a format that has none (Storyline, a codec's)."""
-    if fmt == STORYLINE or _codec(fmt) is not None:
+    if fmt == STORYLINE or _codec(fmt, catalog) is not None:
         return None
-    return program_for(fmt).spec.envelope
+    return program_for(fmt, catalog).spec.envelope
 
 
 def _origin_format(stories: list[dict[str, Any]]) -> str | None:
@@ -697,7 +749,7 @@ def _origin_format(stories: list[dict[str, Any]]) -> str | None:
     return fmts.pop() if len(fmts) == 1 else None
 
 
-def _carried_home(fmt: str, stories: list[dict[str, Any]]) -> bool:
+def _carried_home(fmt: str, stories: list[dict[str, Any]], catalog: Catalog) -> bool:
     """Whether the export tried the hop home for every Storyline (engine/provenance.py): each comes
     from a shipped spec's format other than `fmt`, so the envelope holds all that way back needs."""
     names = set(catalog.shipped_names())
@@ -709,17 +761,18 @@ def _rows_key(program: Program) -> str | None:
     are the array at one top-level key; None otherwise."""
     if program.spec.rows is None:
         return None
-    tokens = program.spec.rows.rows.literal() or ()
+    tokens: tuple[str, ...] = program.spec.rows.rows.literal() or ()
     return tokens[0] if len(tokens) == 1 else None
 
 
-def as_lines(fmt: str, output: Any) -> Any:
+def as_lines(fmt: str, output: Any, catalog: Catalog | None = None) -> Any:
     """`output` of format `fmt` as what a JSON Lines file holds, one item a line: a row corpus's
     rows (its envelope, if any, in a `_storyline` key of the first row, which reading lifts back
     out); any other output as it is (a list: one document a line)."""
-    if fmt == STORYLINE or _codec(fmt) is not None or type(output) is not dict:
+    catalog = resolved(catalog)
+    if fmt == STORYLINE or _codec(fmt, catalog) is not None or type(output) is not dict:
         return output
-    key = _rows_key(program_for(fmt))
+    key = _rows_key(program_for(fmt, catalog))
     if key is None or type(output.get(key)) is not list or set(output) - {key, envelope.KEY} or not output[key]:
         return output
     rows = list(output[key])
@@ -733,31 +786,34 @@ def as_lines(fmt: str, output: Any) -> Any:
 # --- event streams: companion files and drift -------------------------------------------------------
 
 
-def companions_pattern(fmt: str) -> str | None:
+def companions_pattern(fmt: str, catalog: Catalog | None = None) -> str | None:
     """For an event-stream format whose streams have child streams in files beside them (a
     session's subagent transcripts), the spec's glob of those files relative to the stream's file,
     with ``{stem}`` the file's name without its suffix; None otherwise."""
-    if fmt == STORYLINE or _codec(fmt) is not None:
+    catalog = resolved(catalog)
+    if fmt == STORYLINE or _codec(fmt, catalog) is not None:
         return None
-    spec = program_for(fmt).spec
+    spec = program_for(fmt, catalog).spec
     children = spec.stream.children if spec.stream is not None else None
     return children.files if children is not None and not children.by_parent else None
 
 
-def _written_pattern(fmt: str) -> str | None:
+def _written_pattern(fmt: str, catalog: Catalog | None = None) -> str | None:
     """Where the reverse writes child streams, relative to the first stream's file (`children.files`)."""
-    if fmt == STORYLINE or _codec(fmt) is not None:
+    catalog = resolved(catalog)
+    if fmt == STORYLINE or _codec(fmt, catalog) is not None:
         return None
-    spec = program_for(fmt).spec
+    spec = program_for(fmt, catalog).spec
     return spec.stream.children.files if spec.stream is not None and spec.stream.children is not None else None
 
 
-def linked_by_parent(fmt: str) -> bool:
+def linked_by_parent(fmt: str, catalog: Catalog | None = None) -> bool:
     """Whether `fmt` is an event-stream format whose child streams are files of their own whose
     Storylines name the session that spawned them (`children: {linked: parent}`)."""
-    if fmt == STORYLINE or _codec(fmt) is not None:
+    catalog = resolved(catalog)
+    if fmt == STORYLINE or _codec(fmt, catalog) is not None:
         return False
-    stream = program_for(fmt).spec.stream
+    stream = program_for(fmt, catalog).spec.stream
     return stream is not None and stream.children is not None and stream.children.by_parent
 
 
@@ -768,22 +824,24 @@ def into_storyline_with(
     *,
     path: str | None = None,
     options: Options = DEFAULT,
+    catalog: Catalog | None = None,
 ) -> list[dict[str, Any]]:
     """`into_storyline` of an event stream and its companion streams (relative path, bytes): the
     stream's Storyline first, then one child Storyline per companion, linked by parent/children.
     Problems of a companion name it (its path before the pointer)."""
     from mapc.engine import stream
 
-    program = program_for(fmt)
+    catalog = resolved(catalog)
+    program = program_for(fmt, catalog)
     spec = program.spec.stream
-    stories = into_storyline(fmt, data, jsonl=True, path=path, options=options)
+    stories = into_storyline(fmt, data, jsonl=True, path=path, options=options, catalog=catalog)
     if spec is None or spec.children is None:
         return stories
     children: list[tuple[dict[str, Any], Any]] = []
     problems: list[Problem] = []
     for rel, raw in companions:
         try:
-            child = into_storyline(fmt, raw, jsonl=True, path=rel, options=options)
+            child = into_storyline(fmt, raw, jsonl=True, path=rel, options=options, catalog=catalog)
             children.append((child[0], [u.document for u in read_units(raw, jsonl=True, options=options)]))
         except MapcError as exc:
             problems.extend(dataclasses.replace(p, message=f"{rel}: {p.message}") for p in exc.problems)
@@ -792,18 +850,19 @@ def into_storyline_with(
     records = [u.document for u in read_units(data, jsonl=True, options=options)]
     stream.link(spec, stories[0], records, children)
     out = [stories[0], *(c for c, _ in children)]
-    failed = storyline.check_all(out, prefix=True)
+    failed = storyline.check_all(out, True, catalog.count_trees())
     if failed:
         raise MapcError(failed)
     return out
 
 
-def drift(fmt: str, data: bytes, options: Options = DEFAULT) -> list[str]:
+def drift(fmt: str, data: bytes, options: Options = DEFAULT, catalog: Catalog | None = None) -> list[str]:
     """What an event stream holds that its format's spec does not know (record types, keys, versions
     it was not checked against), one message per kind; [] for every other format."""
-    if fmt == STORYLINE or _codec(fmt) is not None:
+    catalog = resolved(catalog)
+    if fmt == STORYLINE or _codec(fmt, catalog) is not None:
         return []
-    spec = program_for(fmt).spec.stream
+    spec = program_for(fmt, catalog).spec.stream
     if spec is None:
         return []
     from mapc.engine import stream
@@ -813,7 +872,11 @@ def drift(fmt: str, data: bytes, options: Options = DEFAULT) -> list[str]:
 
 
 def companion_files(
-    fmt: str, result: Any, stem: str, stories: list[dict[str, Any]] | None = None
+    fmt: str,
+    result: Any,
+    stem: str,
+    stories: list[dict[str, Any]] | None = None,
+    catalog: Catalog | None = None,
 ) -> list[tuple[str, Any]] | None:
     """Where the streams of `result` (what `from_storyline(fmt, …)` gave: several streams) go when
     the first is written to a file named `stem` (without suffix): the first at "" and each other one
@@ -822,13 +885,14 @@ def companion_files(
     no companions or `result` is one stream."""
     from mapc.engine import pointer as ptr
 
-    pattern = _written_pattern(fmt)
+    catalog = resolved(catalog)
+    pattern = _written_pattern(fmt, catalog)
     if pattern is None or not _streams_of(result) or len(result) < 2:
         return None
-    spec = program_for(fmt).spec.stream
+    spec = program_for(fmt, catalog).spec.stream
     assert spec is not None and spec.children is not None
     out: list[tuple[str, Any]] = [("", result[0])]
-    sessions = [s.get("session") for s in stories] if stories is not None and spec.children.by_parent else []
+    sessions: list[Any] = [s.get("session") for s in stories] if stories is not None and spec.children.by_parent else []
     for n, records in enumerate(result[1:], start=1):
         if n < len(sessions) and type(sessions[n]) is str:  # linked by parent: a child is named by its session
             key = sessions[n]

@@ -361,27 +361,11 @@ def _reader(f: Field) -> Reader | None:
     if len(f.candidates) == 1 and f.candidates[0].src is None and f.candidates[0].if_ is None:
         const = f.candidates[0].const
         return lambda env: (const, None)
-    candidates = tuple((c, c.src) for c in f.candidates)
+    candidates = f.candidates
     default = f.default
 
     def read(env: dict[str, Any]) -> tuple[Any, Any]:
-        value: Any = MISSING
-        taken = None
-        for c, src in candidates:
-            if src is None:
-                if c.if_ is None or not is_empty(_read(c.if_, env)):
-                    value = c.const
-                    break
-                continue
-            v = _read(src, env)
-            if v is MISSING or (v is None and not c.keep_null) or (c.test is not None and not c.test(v)):
-                continue
-            if c.table is not None:
-                v = c.table.get(v, MISSING) if type(v) is str else MISSING
-                if v is MISSING:
-                    continue
-            value, taken = v, src
-            break
+        value, taken = _first_candidate(candidates, env)
         return (default if value is MISSING else value), taken
 
     return read
@@ -430,6 +414,27 @@ def _read(src: Src, env: dict[str, Any]) -> Any:
     if len(src.tokens) == 1 and type(node) is dict:
         return node.get(src.tokens[0], MISSING)
     return MISSING if node is MISSING else pointer.resolve(node, src.tokens)
+
+
+def _first_candidate(candidates: tuple[Candidate, ...], env: dict[str, Any]) -> tuple[Any, Src | None]:
+    """The value of a field's first candidate that gives one (MISSING when none does) and the source it
+    was read from (None for a constant): a constant counts when its `if` source is not empty; a read one
+    when it is there, not null (unless `keep_null`), passes its test and, with a table, maps to a value."""
+    for c in candidates:
+        src = c.src
+        if src is None:
+            if c.if_ is None or not is_empty(_read(c.if_, env)):
+                return c.const, None
+            continue
+        v = _read(src, env)
+        if v is MISSING or (v is None and not c.keep_null) or (c.test is not None and not c.test(v)):
+            continue
+        if c.table is not None:
+            v = c.table.get(v, MISSING) if type(v) is str else MISSING
+            if v is MISSING:
+                continue
+        return v, src
+    return MISSING, None
 
 
 class _Session:
@@ -567,25 +572,7 @@ class _Session:
 
     def _value(self, f: Field, env: dict[str, Any], where: dict[str, Any], r: int) -> tuple[Any, Src | None]:
         """The field's value (or its default, or MISSING) and the source it took."""
-        value: Any = MISSING
-        taken = None
-        for c in f.candidates:
-            src = c.src
-            if src is None:
-                if c.if_ is None or not is_empty(_read(c.if_, env)):
-                    value = c.const
-                    break
-                continue
-            node = env.get(src.root, MISSING)
-            v = MISSING if node is MISSING else pointer.resolve(node, src.tokens)
-            if v is MISSING or (v is None and not c.keep_null) or (c.test is not None and not c.test(v)):
-                continue
-            if c.table is not None:
-                v = c.table.get(v, MISSING) if type(v) is str else MISSING
-                if v is MISSING:
-                    continue
-            value, taken = v, c.src
-            break
+        value, taken = _first_candidate(f.candidates, env)
         if f.call is not None:
             if f.candidates:
                 if value is MISSING:
@@ -698,8 +685,11 @@ def _group_key(story: dict[str, Any], at: Tokens, used: set[str]) -> str:
     return key
 
 
-def reverse(fan: FanOut, model: Any, stories: list[dict[str, Any]], source: str) -> list[list[dict[str, Any]]]:
-    """The rows of each Storyline: one per turn that makes a row, each with the full history."""
+def reverse(
+    fan: FanOut, model: Any, stories: list[dict[str, Any]], source: str, *, histories: bool = False
+) -> list[list[dict[str, Any]]]:
+    """The rows of each Storyline: one per turn that makes a row, each with the full history (with
+    `histories`, each row holds its keys and its history only: what a check of histories needs)."""
     documents = {d for s in stories if (d := _provenance(s, source)) is not None}
     if len(documents) > 1:
         several = str(fan.back.get("several") or "these Storylines come from {n} files ({ids})")
@@ -711,7 +701,7 @@ def reverse(fan: FanOut, model: Any, stories: list[dict[str, Any]], source: str)
     used: set[str] = set()
     for n, story in enumerate(stories):
         try:
-            rows = _Rows(fan, model, story, _provenance(story, source) is not None, group_at).rows()
+            rows = _Rows(fan, model, story, _provenance(story, source) is not None, group_at).rows(histories)
             key = _group_key(story, group_at, used)
             for r in rows:
                 _put(r, model.group_by.tokens, key)
@@ -752,6 +742,7 @@ class _Plan:
         self.row_writers: dict[int, Writer] = {}  # by id of a field of this fan-out's kinds
         self.element_fields = {k.name: tuple(_writer(f) for f in k.fields if _writes(f, True)) for k in fan.kinds}
         self.history = pointer.parse(fan.back["history"])
+        self.row_items: dict[str, RowItem] = {}  # a row's value: who writes it (computed once per target)
 
 
 def _writes(f: Field, element: bool) -> bool:
@@ -765,6 +756,7 @@ def _writes(f: Field, element: bool) -> bool:
 
 
 Writer = Callable[[dict[str, Any], dict[str, Any], Any], None]
+RowItem = tuple[tuple[bool, str | None, str | None, Tokens, Writer], ...]
 
 
 def _writer(f: Field, element: bool = True) -> Writer:
@@ -839,7 +831,7 @@ class _Rows:
         row = self.fan.back["row"]
         return _matches(turn, row.get("where")) and (self.row_has is None or self.row_has(turn))
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self, histories: bool = False) -> list[dict[str, Any]]:
         turns = self.story["turns"]
         context_any = (self.fan.back.get("context") or {}).get("any") or []
         n = 0
@@ -859,25 +851,32 @@ class _Rows:
         if not interactions:
             message = str(self.fan.back.get("unrepresentable") or "a Storyline without a turn that makes a row")
             raise MapcError.single("export.unrepresentable", "/turns", message)
+        # The messages so far: one list added to in place; each row is given a copy.
         history = [m for turn in context for m in self._messages(turn)]
         steps = self._steps(interactions, len(context))
         rows = []
         history_at = self.plan.history
+        plain = ("history", self.row_kind.name)
+        order = ["history"] if histories else self.fan.back["order"]
+        items = [(item, () if item in plain else self._row_item(item)) for item in order]
         for (request, response, skipped), step in zip(interactions, steps, strict=True):
-            history = [*history, *(m for turn in skipped for m in self._messages(turn))]
+            for turn in skipped:
+                history.extend(self._messages(turn))
             asked = self._message(request) if request is not None else self._asked()
             results = self._results(response)
             row: dict[str, Any] = {}
             _put(row, self.group_at_row(), pointer.resolve(self.story, self.group_at))
             _put(row, self.model.order_by.tokens, step)
-            for item in self.fan.back["order"]:
+            for item, writers in items:
                 if item == "history":
                     _put(row, history_at, [*history, asked, *results])
                 elif item == self.row_kind.name:
                     self._element(row, self.row_kind, response, step)
                 else:
-                    self._row_value(row, item, [response, request], step)
-            history = [*history, asked, *results, self._element({}, self.row_kind, response, step, home=False)]
+                    self._row_value(row, writers, response, request, step)
+            history.append(asked)
+            history.extend(results)
+            history.append(self._element({}, self.row_kind, response, step, home=False))
             rows.append(row)
         return rows
 
@@ -942,22 +941,40 @@ class _Rows:
             _put(row, self.model.selections[kind.select].alternatives[0].at, out)
         return out
 
-    def _row_value(self, row: dict[str, Any], target: str, turns: list[Any], step: int) -> None:
-        """The row values written back from the turn field(s) writing `target`: the first of `turns`
-        that holds the target decides (a null holds it too)."""
-        for field, turn in zip(self._writers(target), turns, strict=True):
-            if field is None or turn is None:
+    def _row_value(
+        self, row: dict[str, Any], writers: RowItem, response: dict[str, Any], request: Any, step: int
+    ) -> None:
+        """The row values written back from the turn field(s) writing a target (`_row_item`): the
+        first of the response and request turns that holds the target decides (a null holds it too)."""
+        for of_response, spread, key, tokens, write in writers:
+            turn = response if of_response else request
+            if turn is None:
                 continue
-            if field.spread is not None:
-                spreads.reverse(self.model.spread, row, turn, self.story, field.spread)
+            if spread is not None:
+                spreads.reverse(self.model.spread, row, turn, self.story, spread)
                 return
-            if pointer.resolve(turn, field.to) is MISSING:
+            there = turn.get(key, MISSING) if key is not None and type(turn) is dict else pointer.resolve(turn, tokens)
+            if there is MISSING:
                 continue
-            write = self._row_writers.get(id(field))
-            if write is None:
-                write = self._row_writers[id(field)] = _writer(field, element=False)
             write(turn, row, step)
             return
+
+    def _row_item(self, target: str) -> RowItem:
+        """Who writes the row value `target` back, in order: the row kind's field, then the request
+        kind's (whether it reads the response turn, its spread, its key or pointer, its writer)."""
+        found = self.plan.row_items.get(target)
+        if found is None:
+            out = []
+            for of_response, field in zip((True, False), self._writers(target), strict=True):
+                if field is None:
+                    continue
+                write = self._row_writers.get(id(field))
+                if write is None:
+                    write = self._row_writers[id(field)] = _writer(field, element=False)
+                key = field.to[0] if len(field.to) == 1 else None
+                out.append((of_response, field.spread, key, field.to, write))
+            found = self.plan.row_items[target] = tuple(out)
+        return found
 
     def _writers(self, target: str) -> tuple[Field | None, Field | None]:
         """The row kind's and the request kind's field writing the turn's `target` (computed once)."""

@@ -44,16 +44,20 @@ class Vocabulary:
     def defines(self, ptr: str) -> bool:
         """Whether the last token of `ptr` is a key the format defines at that place (an array
         index is no key: an item kept whole is not a known key)."""
-        try:
-            tokens = tuple(pointer.parse(ptr))
-        except pointer.PointerSyntaxError:
-            return False
+        tokens: tuple[str, ...] | list[str]
+        if ptr[:1] == "/" and "~" not in ptr:  # no escapes: its tokens are the text between slashes
+            tokens = ptr[1:].split("/")  # (every residual pointer is new text: parsing them was a fifth of a forward)
+        else:
+            try:
+                tokens = pointer.parse(ptr)
+            except pointer.PointerSyntaxError:
+                return False
         if not tokens or tokens[-1].isdigit():
             return False
-        shape = tuple("#" if t.isdigit() else t for t in tokens)
+        shape = tuple(["#" if t.isdigit() else t for t in tokens])
         found = self._cache.get(shape)
         if found is None:
-            found = self._cache[shape] = self._defines(tokens)
+            found = self._cache[shape] = self._defines(tuple(tokens))
         return found
 
     def _defines(self, tokens: tuple[str, ...]) -> bool:

@@ -75,6 +75,31 @@ class Said:
 
 
 @dataclass(frozen=True, slots=True)
+class Rewritten:
+    """A value of the input document that a conversion into its own format gives back otherwise:
+    at `pointer` in the input, `was` what the input said and `now` what the output says, each a
+    1-tuple, or () where there is no value (a key the output leaves out, or adds)."""
+
+    pointer: str
+    was: tuple[Any, ...]
+    now: tuple[Any, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready view (`was` / `now` only where there is a value)."""
+        out: dict[str, Any] = {"pointer": self.pointer}
+        if self.was:
+            out["was"] = self.was[0]
+        if self.now:
+            out["now"] = self.now[0]
+        return out
+
+    def text(self) -> str:
+        """``/a/b null → ""`` (``(none)`` for no value)."""
+        shown = [_short(v[0]) if v else "(none)" for v in (self.was, self.now)]
+        return f"{self.pointer or '/'} {shown[0]} → {shown[1]}"
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     """What one conversion kept and lost.
 
@@ -94,17 +119,41 @@ class Report:
     invalid: tuple[Problem, ...] = ()  # the output's problems under its format owner's rules
     owner: str = ""  # whose rules `invalid` are
     redacted: tuple[tuple[str, int], ...] = ()  # `--redact`: replacements by pattern name (engine/redact.py)
+    rewritten: tuple[Rewritten, ...] = ()  # A → A: input values the output says otherwise
 
     @property
     def exact(self) -> bool:
         """Whether B's native values give A back: nothing carried, dropped, lost or redacted, nothing unassessed."""
-        return not (self.carried or self.lost or self.problems or self.redacted)
+        return not (self.carried or self.lost or self.problems or self.redacted or self.rewritten)
 
     def with_redacted(self, counts: Mapping[str, int]) -> Report:
         """The same report saying what `--redact` replaced (pattern name → replacements; none: unchanged)."""
         if not any(counts.values()):
             return self
         return dataclasses.replace(self, redacted=tuple(sorted((k, n) for k, n in counts.items() if n)))
+
+    def with_input(self, data: bytes, output: Any, *, lines: bool = False) -> Report:
+        """The same report, for a conversion into the input's own format, saying which values of
+        the input (`data`: JSON, or JSON lines with `lines`) the output gives back otherwise — a
+        default written over a null, rows reordered: a same-format conversion is exact only when it
+        gives the document back.  Other conversions, and inputs that are not JSON, are unchanged."""
+        if self.from_format != self.to_format:
+            return self
+        try:
+            source = [orjson.loads(x) for x in data.splitlines() if x.strip()] if lines else orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return self  # not JSON (a text format): the Storylines' comparison is all there is
+        if type(output) is str:
+            return self
+        if lines and type(output) is list and output and all(type(x) is list for x in output):
+            output = output[0]  # a tree of streams: the input file's own stream is the first
+        elif lines and type(output) is not list:
+            output = [output]  # the one line of a file of lines, written as its document
+        changes = tuple(
+            Rewritten(ptr, () if was is MISSING else (was,), () if now is MISSING else (now,))
+            for ptr, was, now in _leaf_diff(source, output, "")
+        )
+        return dataclasses.replace(self, rewritten=changes) if changes else self
 
     def at(self, path: str | None) -> Report:
         """The same report for the file `path`."""
@@ -132,6 +181,10 @@ class Report:
         if self.lost:
             n = len(self.lost)
             parts.append(f"{n} value{'s' if n != 1 else ''} not said by {self.to_format}: {_grouped(self.lost)}")
+        if self.rewritten:
+            n = len(self.rewritten)
+            shown = ", ".join(r.text() for r in self.rewritten[:3]) + (f", … {n - 3} more" if n > 3 else "")
+            parts.append(f"{n} value{'s' if n != 1 else ''} of the input written otherwise: {shown}")
         if self.redacted:
             n = sum(c for _, c in self.redacted)
             by = " ".join(f"{k}={c}" for k, c in self.redacted)
@@ -170,6 +223,7 @@ class Report:
             "owner": self.owner or None,
             "invalid": [p.as_dict() for p in self.invalid],
             "redacted": dict(self.redacted),
+            "rewritten": [r.as_dict() for r in self.rewritten],
         }
 
 
@@ -262,8 +316,7 @@ def story_changes(
     reading lacks, and values it has that differ or are new (Storylines matched by position; a
     different number of them is one loss at ``""``)."""
     if len(before) != len(after):
-        lost = Said("", f"{len(before)} Storylines read back as {len(after)}")
-        return (lost,), ()
+        return (Said("", f"{len(before)} Storylines read back as {len(after)}"),), ()
     lost: list[Said] = []
     made: list[Said] = []
     for k, (a, b) in enumerate(zip(before, after, strict=True)):
@@ -276,6 +329,32 @@ def story_changes(
             else:
                 made.append(Said(ptr, now, () if was is MISSING else (was,)))
     return tuple(lost), tuple(made)
+
+
+def residuals_made(before: list[dict[str, Any]], after: list[dict[str, Any]], source: str) -> tuple[Said, ...]:
+    """Values the export wrote into B's records that no Storyline value said: B's reading keeps them
+    as residuals of B's own `source`, which the input Storyline (one read from B, holding such
+    residuals) lacked — e.g. the ids of a record written for a turn appended after the Storyline
+    was read.  Located in B's reading: ``/unknown_fields/sources/{source}/fields/{pointer}``."""
+    if len(before) != len(after):
+        return ()
+    made: list[Said] = []
+    for k, (a, b) in enumerate(zip(before, after, strict=True)):
+        had = _fields(a, source)
+        if had is None:  # not read from B: written anew, as the format's notes say (docs/formats.md)
+            continue
+        base = f"/{k}" if len(before) > 1 else ""
+        at = f"{base}/unknown_fields/sources/{pointer.escape(source)}/fields/"
+        for ptr, value in (_fields(b, source) or {}).items():
+            if ptr not in had:
+                made.append(Said(at + pointer.escape(ptr), value))
+    return tuple(made)
+
+
+def _fields(story: Any, source: str) -> dict[str, Any] | None:
+    body = (((story.get("unknown_fields") or {}).get("sources") or {}).get(source)) if type(story) is dict else None
+    fields = body.get("fields") if type(body) is dict else None
+    return fields if type(fields) is dict and fields else None
 
 
 def _leaf_diff(a: Any, b: Any, at: str) -> Iterator[tuple[str, Any, Any]]:

@@ -107,6 +107,8 @@ def forward(spec: Spec, doc: Any, path: str | None) -> list[Mapped]:
         residual = {**root, **residual}
         residual.update(_unknown_keys(spec, group, story))
         _keep_order_keys(residual, members, groups, model, group)
+        if model.fanout is not None:
+            residual.update(_histories_kept(spec, story, residual, pairs, at, document_id))
         drop_nested(residual)
         if residual:
             story["unknown_fields"] = {
@@ -114,6 +116,72 @@ def forward(spec: Spec, doc: Any, path: str | None) -> list[Mapped]:
             }
         out.append(Mapped(story, *_carriers(group)))
     return out
+
+
+def _histories_kept(
+    spec: Spec, story: dict[str, Any], residual: dict[str, Any], pairs: tuple[tuple[int, Any], ...], at: str, sdid: str
+) -> dict[str, Any]:
+    """The history arrays (`back.history`) of the rows that the way back would not write as they
+    are, each kept whole at its row's pointer.
+
+    The reverse rewrites each row's history from the turns before it; a history that says more or
+    other than those turns (a system message added mid-run, a history an agent compacted or
+    edited) is read by no rule, and without this it would be dropped silently.  The check runs the
+    reverse on the group's own Storyline and residuals, so what it keeps is exactly what the way
+    back would not give back (every row's history, if the way back writes other rows)."""
+    model = spec.rows
+    history = model.fanout.back.get("history") if model is not None and model.fanout is not None else None
+    if model is None or type(history) is not str:
+        return {}
+    trial = story
+    if residual:
+        # The group written alone: its rows are rows 0, 1, … of the trial, not their places in the file.
+        local = {str(r): str(n) for n, (r, _) in enumerate(pairs)}
+        fields = {}
+        for ptr, value in residual.items():
+            if ptr.startswith(at + "/"):
+                index, _, rest = ptr[len(at) + 1 :].partition("/")
+                ptr = f"{at}/{local.get(index, index)}" + (f"/{rest}" if rest else "")
+            fields[ptr] = value
+        uf = {"sources": {spec.source: {"source_document_id": sdid, "fields": fields}}}
+        trial = {**story, "unknown_fields": uf}
+    try:
+        (rebuilt,) = reverse(spec, [trial], histories=True)
+        written = rebuilt.document.get(model.rows.tokens[0])
+    except MapcError:
+        written = None  # this reading has no way back as it is: every history is kept
+    same_rows = type(written) is list and len(written) == len(pairs)
+    tokens = pointer.parse(history)
+    out: dict[str, Any] = {}
+    for n, (r, row) in enumerate(pairs):
+        have = pointer.resolve(row, tokens)
+        if have is MISSING:
+            continue
+        if not (same_rows and _same_bytes_or_history(have, pointer.resolve(written[n], tokens))):
+            out[f"{at}/{r}{history}"] = have
+    return out
+
+
+def _same_bytes_or_history(a: Any, b: Any) -> bool:
+    """`_same_history`, asked only when the two do not serialize to the same bytes (most do)."""
+    try:
+        if orjson.dumps(a) == orjson.dumps(b):
+            return True
+    except orjson.JSONEncodeError:
+        pass  # past orjson's nesting or integer range: compared value by value
+    return _same_history(a, b)
+
+
+def _same_history(a: Any, b: Any) -> bool:
+    """`a` and `b` are equal JSON, where a key holding an empty value (null, [], {}) is the same
+    as no key: the way back writes no empty it does not need, and an empty read by no rule says
+    nothing (the format's known empties, dropped by its `consume` entries)."""
+    if type(a) is dict and type(b) is dict:
+        keys = {k for k, v in a.items() if not is_empty(v)} | {k for k, v in b.items() if not is_empty(v)}
+        return all(_same_history(a.get(k), b.get(k)) for k in keys)
+    if type(a) is list and type(b) is list:
+        return len(a) == len(b) and all(_same_history(x, y) for x, y in zip(a, b, strict=True))
+    return json_equal(a, b)
 
 
 def relative_path(path: str | None) -> str:
@@ -231,26 +299,102 @@ def _carriers(group: Group) -> tuple[str, tuple[str, ...]]:
 
 def _unknown_keys(spec: Spec, group: Group, story: dict[str, Any]) -> dict[str, Any]:
     """Keys of the group's rows that no `objects` entry knows and no `consume` entry reads."""
-    assert spec.rows is not None
-    consume = {c.at.tokens: c for c in spec.rows.consume}
+    plan, trie = _residual_plan(spec)
+    hits: list[list[tuple[str, Any]]] = [[] for _ in plan]
+    for r, row in group.rows:
+        _walk(row, trie, (r,), plan, hits, group, story)
+    # Template by template, row by row, each in document order: the order one walk per template gave.
     out: dict[str, Any] = {}
+    for found in hits:
+        for at, value in found:
+            out[at] = value
+    return out
+
+
+def _walk(
+    value: Any,
+    node: _Node,
+    path: tuple[Any, ...],
+    plan: Plan,
+    hits: list[list[tuple[str, Any]]],
+    group: Group,
+    story: dict[str, Any],
+) -> None:
+    """One walk of a row for all its object templates at once (they share their prefixes)."""
+    for t in node.ends:
+        plain, open_, here = plan[t]
+        if type(value) is not dict:
+            if value is not None:
+                hits[t].append((pointer.join(group.at, *path), value))
+            continue
+        # The common case, asked of the key set at once: every key known (or the object open) and none
+        # read only under a condition.  Otherwise key by key, in the object's order.
+        if value.keys().isdisjoint(here) if open_ else value.keys() <= plain:
+            continue
+        for key, item in value.items():
+            rule = here.get(key)
+            if rule is None and (open_ or key in plain):
+                continue
+            if rule is None or not _consumed(rule, item, list(path), group, story):
+                hits[t].append((pointer.join(group.at, *path, key), item))
+    if type(value) is dict:
+        for key, child in node.keys.items():
+            if key in value:
+                _walk(value[key], child, (*path, key), plan, hits, group, story)
+        if node.var is not None:
+            for key, item in value.items():
+                _walk(item, node.var, (*path, key), plan, hits, group, story)
+    elif type(value) is list and node.var is not None:
+        for i, item in enumerate(value):
+            _walk(item, node.var, (*path, i), plan, hits, group, story)
+
+
+@dataclass(slots=True)
+class _Node:
+    """A level of the object templates below a row: the templates ending here (their index in the
+    plan), the named keys below, and the level any key or position leads to (a variable)."""
+
+    ends: list[int]
+    keys: dict[str, _Node]
+    var: _Node | None = None
+
+
+Plan = tuple[tuple[frozenset[str], bool, dict[str, Consume]], ...]
+_PLANS: dict[int, tuple[Spec, Plan, _Node]] = {}
+
+
+def _residual_plan(spec: Spec) -> tuple[Plan, _Node]:
+    """Per object template below a row (in the spec's order): the keys it knows that no `consume`
+    entry reads, whether it is open ("*"), and its `consume` entries by key; and the templates' tokens
+    below `/{rows}/{r}` as one tree.  Made once per spec (the spec is kept beside its plan, so an id
+    is never reused for another spec's)."""
+    cached = _PLANS.get(id(spec))
+    if cached is not None and cached[0] is spec:
+        return cached[1], cached[2]
+    assert spec.rows is not None
+    plan = []
+    root = _Node([], {})
     for template, known, _ in spec.objects:
         if len(template.tokens) < 2:
             continue  # the document root: its keys are handled with the rows
-        for r, row in group.rows:
-            for steps, obj in collect(row, template.tokens[2:]):
-                path = [r, *steps_path(steps)]
-                if type(obj) is not dict:
-                    if obj is not None:
-                        out[pointer.join(group.at, *path)] = obj
-                    continue
-                for key, value in obj.items():
-                    rule = consume.get((*template.tokens, key))
-                    if rule is None and (key in known or "*" in known):  # "*": an open object
-                        continue
-                    if rule is None or not _consumed(rule, value, path, group, story):
-                        out[pointer.join(group.at, *path, key)] = value
-    return out
+        here = {
+            c.at.tokens[-1]: c
+            for c in spec.rows.consume
+            if c.at.tokens[:-1] == template.tokens and type(c.at.tokens[-1]) is str
+        }
+        node = root
+        for token in template.tokens[2:]:
+            if isinstance(token, Var):
+                node.var = node.var or _Node([], {})
+                node = node.var
+            else:
+                node = node.keys.setdefault(token, _Node([], {}))
+        node.ends.append(len(plan))
+        plan.append((frozenset(known - set(here)), "*" in known, here))
+    if len(_PLANS) > 64:
+        _PLANS.clear()
+    _PLANS[id(spec)] = (spec, tuple(plan), root)
+    return tuple(plan), root
 
 
 def _consumed(rule: Consume, value: Any, path: list[Any], group: Group, story: dict[str, Any]) -> bool:
@@ -258,14 +402,14 @@ def _consumed(rule: Consume, value: Any, path: list[Any], group: Group, story: d
         return value is None or is_empty(value)
     if rule.when is not None:
         return CONDITIONS[rule.when].test(value)
-    bindings = {t.name: p for t, p in zip(rule.at.tokens[1:], path, strict=False) if isinstance(t, Var)}
-    return json_equal(value, _value(rule.equals, bindings, group, story))
+    return json_equal(value, _value(rule.equals, rule, path, group, story))
 
 
-def _value(ref: Any, bindings: dict[str, Any], group: Group, story: dict[str, Any]) -> Any:
-    """What a `consume.equals` names: a source pointer (same variables), a Storyline value, a constant,
-    or the first of several that is present and not null."""
+def _value(ref: Any, rule: Consume, path: list[Any], group: Group, story: dict[str, Any]) -> Any:
+    """What a `consume.equals` names: a source pointer (same variables as the rule's, bound by `path`),
+    a Storyline value, a constant, or the first of several that is present and not null."""
     if isinstance(ref, str):
+        bindings = {t.name: p for t, p in zip(rule.at.tokens[1:], path, strict=False) if isinstance(t, Var)}
         tokens = [str(bindings[t.name]) if isinstance(t, Var) else t for t in parse_template(ref).tokens]
         row = dict(group.rows).get(int(tokens[1])) if len(tokens) > 1 and tokens[1].isdigit() else None
         return pointer.resolve(row, tuple(tokens[2:])) if row is not None else MISSING
@@ -275,7 +419,7 @@ def _value(ref: Any, bindings: dict[str, Any], group: Group, story: dict[str, An
         return ref["const"]
     if isinstance(ref, dict) and "first_of" in ref:
         for item in ref["first_of"]:
-            found = _value(item, bindings, group, story)
+            found = _value(item, rule, path, group, story)
             if found is not MISSING and found is not None:
                 return found
     return MISSING
@@ -301,13 +445,14 @@ def _keep_order_keys(
 # --- reverse ---------------------------------------------------------------------------------
 
 
-def reverse(spec: Spec, stories: list[dict[str, Any]]) -> list[Rebuilt]:
-    """One document holding the rows of all `stories`, Storyline by Storyline."""
+def reverse(spec: Spec, stories: list[dict[str, Any]], *, histories: bool = False) -> list[Rebuilt]:
+    """One document holding the rows of all `stories`, Storyline by Storyline (with `histories`,
+    rows of a fan-out hold only their keys and histories, and what residuals put back)."""
     model = spec.rows
     assert model is not None
     at = _literal(model.rows)
     if model.fanout is not None:
-        rows_per_story = fanout.reverse(model.fanout, model, stories, spec.source)
+        rows_per_story = fanout.reverse(model.fanout, model, stories, spec.source, histories=histories)
     else:
         rows_per_story = _function(model.reverse_call)(
             stories, Back(model.tables, model.spread, model.ids), spec.source

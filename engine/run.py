@@ -203,7 +203,10 @@ def _keep_what_the_reverse_loses(ctx: Context) -> None:
                     have = arg.read(frame, ctx) if arg.plain and arg.path else MISSING
                     if have is not MISSING and have is not None:
                         ctx.residual[at + pointer_text(arg.path)] = have
-        elif rule.reverse_fn is not None:
+        elif rule.reverse_fn is not None and rule.spec.op == "call":
+            # A call row's computed reverse: each target it writes back keeps what it would not give.
+            # (A copy or chain row with a computed reverse is checked as any value is, below: what
+            # its `when` refused or its conversion could not map is kept at its own pointer.)
             values = rule.reverse_fn(*(a.read(story_frame, ctx) for a in rule.reverse_args))
             if len(rule.reverse_targets) == 1:
                 values = (values,)

@@ -324,20 +324,30 @@ def _value(spec: SpanSpec, v: Any, at: str = "") -> Any:
 
 
 def _keyed(spec: SpanSpec, items: list[Any], at: str, what: str) -> dict[str, Any]:
-    """A list of `{key, value}` entries (at `at`) read as an object (a repeated key: the last wins);
-    an entry that is no such object is refused at its pointer."""
+    """A list of `{key, value}` entries (at `at`) read as an object; an entry that is no such
+    object, or that repeats a key (OTLP keys are unique: keeping one value would drop the other
+    silently), is refused at its pointer."""
     out = {}
+    first: dict[str, int] = {}
     for n, kv in enumerate(items):
         here = f"{at}/{n}"
         if type(kv) is not dict or type(kv.get(spec.key_key)) is not str:
             raise _fail(spec.codes["invalid"], here, f"expected {what} with a string {spec.key_key!r}")
-        out[kv[spec.key_key]] = _value(spec, kv.get(spec.value_key), f"{here}/{spec.value_key}")
+        key = kv[spec.key_key]
+        if key in first:
+            raise _fail(
+                spec.codes["invalid"],
+                f"{here}/{spec.key_key}",
+                f"expected a key of its own: {key!r} is also at {at}/{first[key]}",
+            )
+        first[key] = n
+        out[key] = _value(spec, kv.get(spec.value_key), f"{here}/{spec.value_key}")
     return out
 
 
 def attributes(spec: SpanSpec, span: dict[str, Any], at: str = "") -> dict[str, Any]:
-    """A span's attribute list read as an object (a repeated key: the last wins); an entry that is
-    no `{key, value}` object, or a value its type cannot be, is refused at its pointer."""
+    """A span's attribute list read as an object; an entry that is no `{key, value}` object, that
+    repeats a key, or a value its type cannot be, is refused at its pointer."""
     listed = span.get(spec.attributes_key)
     if listed is None:
         return {}

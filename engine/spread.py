@@ -180,22 +180,70 @@ def reverse(
 ) -> None:
     """Write the spread values of the turn object `to` (over `story`'s first values) back into
     `row`, in place."""
-    selected, first = _of(entries, to)
-    for entry in selected:
+    selected, first, parts = _reverse_of(entries, to)
+    for entry, key_parts in zip(selected, parts, strict=True):
         own = pointer.resolve(turn, entry.to)
         own = own if type(own) is dict else {}
         if entry.open is not None:
-            for key, value in own.items():
-                if key not in entry.except_:
-                    _set(row, (key,) if key in entry.row_keys else (*entry.open, key), value)
+            _reverse_open(entry, own, row)
             continue
         base = pointer.resolve(story, first) if first is not None else MISSING
-        env = {**(base if type(base) is dict else {}), **own}  # shallow: the turn's object wins whole
-        for key, tokens in entry.keys:
-            head, _, rest = key.partition("/")
-            value = (env.get(head) or {}).get(rest, MISSING) if rest else env.get(head, MISSING)
+        base = base if type(base) is dict else {}
+        for head, rest, tokens in key_parts:
+            # The turn's object over the Storyline's, shallow: the turn's value of a head wins whole.
+            value = own[head] if head in own else base.get(head)
+            if rest:
+                value = (value or {}).get(rest)
             if value is not MISSING and value is not None:
                 _set(row, tokens, value)
+
+
+def _reverse_open(entry: Spread, own: dict[str, Any], row: dict[str, Any]) -> None:
+    """An open entry's values back: a key `keys` lists to the row key, every other one into the
+    `open` object (made when first written, as `_set` would)."""
+    inside: dict[str, Any] | None = None
+    # The `open` object is found once, unless a row key written on the way could replace it.
+    assert entry.open is not None
+    once = entry.open[0] not in entry.row_keys
+    for key, value in own.items():
+        if key in entry.except_:
+            continue
+        if key in entry.row_keys:
+            row[key] = value
+        elif once:
+            if inside is None:
+                inside = _container(row, entry.open)
+            inside[key] = value
+        else:
+            _set(row, (*entry.open, key), value)
+
+
+def _split(key: str) -> tuple[str, str]:
+    head, _, rest = key.partition("/")
+    return head, rest
+
+
+def _container(row: dict[str, Any], tokens: Tokens) -> dict[str, Any]:
+    node = row
+    for token in tokens:
+        node = node.setdefault(token, {})
+    return node
+
+
+_PARTS: dict[tuple[int, str], tuple[tuple[Spread, ...], tuple[tuple[tuple[str, str, Tokens], ...], ...]]] = {}
+
+
+def _reverse_of(
+    entries: tuple[Spread, ...], to: str
+) -> tuple[tuple[Spread, ...], Tokens | None, tuple[tuple[tuple[str, str, Tokens], ...], ...]]:
+    """`_of`, and the keys of each selected entry split for the reverse (computed once)."""
+    selected, first = _of(entries, to)
+    found = _PARTS.get((id(entries), to))
+    if found is None or found[0] is not selected:
+        # Each key split at its first "/" (`a/b` → a, b; `a` → a, ""), beside its row pointer.
+        parts = tuple(tuple((*_split(key), tokens) for key, tokens in e.keys) for e in selected)
+        found = _PARTS[(id(entries), to)] = (selected, parts)
+    return selected, first, found[1]
 
 
 def _set(row: dict[str, Any], tokens: Tokens, value: Any) -> None:

@@ -41,11 +41,12 @@ def documents(data: Any) -> list[Any]:
     return [data]
 
 
-def check_all(stories: list[Any], prefix: bool) -> list[Problem]:
-    """Problems of several documents; pointers get ``/i`` in front when `prefix` (an array file)."""
+def check_all(stories: list[Any], prefix: bool, count_trees: Mapping[str, Tree] | None = None) -> list[Problem]:
+    """Problems of several documents; pointers get ``/i`` in front when `prefix` (an array file);
+    `count_trees` as for `check`."""
     out: list[Problem] = []
     for i, story in enumerate(stories):
-        found = check(story)
+        found = check(story, count_trees)
         out.extend(p.within(f"/{i}") for p in found) if prefix else out.extend(found)
     return out
 

@@ -744,6 +744,13 @@ def reverse(spec: StreamSpec, source: str, stories: list[dict[str, Any]]) -> lis
     for n, story in enumerate(stories):
         fields = _own(story, source)
         records = _in_place(spec, story, fields, n, source) if fields else _written(spec, story, n)
+        if not records:  # read back, an empty stream is no stream (and has no record to carry an envelope)
+            raise MapcError.single(
+                "export.unrepresentable",
+                f"/{n}/turns",
+                f"a Storyline without turns: a {source} stream is one record at least, and no record kind of "
+                f"this format is written for a Storyline that has none",
+            )
         out.append(Rebuilt(records, (Mapped(story, ROOT),)))  # type: ignore[arg-type]
     return out
 
@@ -793,12 +800,11 @@ def _in_place(spec: StreamSpec, story: dict[str, Any], fields: dict[str, Any], n
                     by_id.setdefault(rid, it)
     marks = _place_marks(spec, parts, by_id)
     claimed = {rid for ids in marks.values() for rid in ids}
-    unclaimed = [rid for rid in by_id if rid not in claimed]
     last = max([*whole, *parts], default=-1)
     records: list[Any] = []
     queue = list(turns)
     i = 0
-    while i <= last or queue:
+    while i <= last:
         if i in whole:
             record = whole[i]
         elif i in marks:
@@ -820,6 +826,13 @@ def _in_place(spec: StreamSpec, story: dict[str, Any], fields: dict[str, Any], n
             record = _put(record, tokens, value)
         records.append(record if i in whole else ordered(spec, record))
         i += 1
+    for turn in queue:  # after the stream's last record: a turn appended to the Storyline after it was read
+        own = []
+        if spec.pair is not None:
+            own = [it for it in pairing.paired(spec.pair, turn) if pairing.result_id(spec.pair, it) not in claimed]
+            claimed.update(pairing.result_id(spec.pair, it) for it in own)
+        records += _appended(spec, story, turn, own, n, turns.index(turn), records)
+    unclaimed = [rid for rid in by_id if rid not in claimed]
     if unclaimed:
         raise MapcError.single(
             "export.edited",
@@ -828,6 +841,26 @@ def _in_place(spec: StreamSpec, story: dict[str, Any], fields: dict[str, Any], n
             f"was added, or given another id, after the Storyline was read{_FRESH.format(source=source)}",
         )
     return records
+
+
+def _appended(
+    spec: StreamSpec, story: dict[str, Any], turn: dict[str, Any], own: list[Any], n: int, t: int, before: list[Any]
+) -> list[Any]:
+    """The records of a turn after the stream's last record (appended to the Storyline after it was
+    read): its record, then its results no record placed (`own`) as result records.  In a threaded
+    stream a record without an id is written as a new stream's are (`_stamped`): its id made from
+    the Storyline's session and the previous record's id, threaded to that record, with the values
+    every record holds; the loss report lists them as synthesized (engine/loss.py)."""
+    session = str(story.get("session", ""))
+    base = pairing.with_results(spec.pair, pairing.without_paired(spec.pair, turn), own) if spec.pair else turn
+    out: list[Any] = []
+    for record in _turn_records(spec, base, n, t):
+        if spec.thread is not None and pointer.resolve(record, spec.thread.id) is MISSING:
+            ids = (pointer.resolve(r, spec.thread.id) for r in reversed([*before, *out]) if type(r) is dict)
+            previous = next((v for v in ids if type(v) is str), None)
+            record = _stamped(spec, story, record, previous, f"{session}:{previous}:{len(before) + len(out)}")
+        out.append(ordered(spec, record))
+    return out
 
 
 def _place_marks(
@@ -901,42 +934,53 @@ def _written(spec: StreamSpec, story: dict[str, Any], n: int) -> list[Any]:
     """A Storyline from elsewhere: each turn a record, its results as result records after it."""
     session = str(story.get("session", ""))
     records: list[dict[str, Any]] = [_put(_head(e.head, story), spec.type, e.type) for e in spec.entries if e.head]
-    paired = next((e for e in spec.entries if e.paired), None)
     for t, turn in enumerate(story.get("turns") or []):
-        if type(turn) is not dict:
-            continue
-        records.append(_with_defaults(back_entry(spec, turn), _turn_record(spec, turn, n)))
-        if spec.pair is None or paired is None:
-            continue
-        for k, item in enumerate(pairing.paired(spec.pair, turn)):
-            if type(item) is not dict:
-                raise MapcError.single(
-                    "export.unrepresentable", f"/{n}/turns/{t}/observation/results/{k}", "a result must be an object"
-                )
-            # The result record says what its entry copies (a timestamp) as its call's turn says it.
-            shared: dict[str, Any] = {}
-            for rule in paired.rules:
-                value = pointer.resolve(turn, rule.to) if rule.op == "copy" else MISSING
-                if value is not MISSING:
-                    shared = _put(shared, rule.to, value)
-            pseudo = pairing.with_results(spec.pair, shared, [item])
-            records.append(_with_defaults(paired, rebuild(spec, paired, pseudo)))
-    every = [r for r in spec.story if r.every and r.op == "copy"]
+        if type(turn) is dict:
+            records += _turn_records(spec, turn, n, t)
     previous: Any = None
     for k, record in enumerate(records):
-        for rule in every:
-            value = pointer.resolve(story, rule.to)
-            if value is not MISSING and pointer.resolve(record, rule.src) is MISSING:
-                records[k] = record = _put(record, rule.src, value)
-        for at, value in spec.defaults:
-            if pointer.resolve(record, at) is MISSING:
-                records[k] = record = _put(record, at, value)
-        if spec.thread is not None:
-            made = str(uuid.uuid5(uuid.NAMESPACE_URL, f"mapc:{session}:{k}"))
-            record = _put(record, spec.thread.parents[0], previous)
-            records[k] = _put(record, spec.thread.id, made)
-            previous = made
+        records[k] = _stamped(spec, story, record, previous, f"{session}:{k}")
+        previous = pointer.resolve(records[k], spec.thread.id) if spec.thread is not None else None
     return records
+
+
+def _turn_records(spec: StreamSpec, turn: dict[str, Any], n: int, t: int) -> list[dict[str, Any]]:
+    """The records of a turn written anew: its record, then its results as result records."""
+    records = [_with_defaults(back_entry(spec, turn), _turn_record(spec, turn, n))]
+    paired = next((e for e in spec.entries if e.paired), None)
+    if spec.pair is None or paired is None:
+        return records
+    for k, item in enumerate(pairing.paired(spec.pair, turn)):
+        if type(item) is not dict:
+            raise MapcError.single(
+                "export.unrepresentable", f"/{n}/turns/{t}/observation/results/{k}", "a result must be an object"
+            )
+        # The result record says what its entry copies (a timestamp) as its call's turn says it.
+        shared: dict[str, Any] = {}
+        for rule in paired.rules:
+            value = pointer.resolve(turn, rule.to) if rule.op == "copy" else MISSING
+            if value is not MISSING:
+                shared = _put(shared, rule.to, value)
+        pseudo = pairing.with_results(spec.pair, shared, [item])
+        records.append(_with_defaults(paired, rebuild(spec, paired, pseudo)))
+    return records
+
+
+def _stamped(spec: StreamSpec, story: dict[str, Any], record: dict[str, Any], previous: Any, seed: str) -> Any:
+    """A record written anew with what the format writes on every record: the Storyline's values
+    the story rules say every record holds (`every`), the stream's `defaults`, and, threaded, an id
+    made from the Storyline's identity (UUID 5 of `seed`) whose parent is `previous`."""
+    for rule in spec.story:
+        value = pointer.resolve(story, rule.to) if rule.every and rule.op == "copy" else MISSING
+        if value is not MISSING and pointer.resolve(record, rule.src) is MISSING:
+            record = _put(record, rule.src, value)
+    for at, value in spec.defaults:
+        if pointer.resolve(record, at) is MISSING:
+            record = _put(record, at, value)
+    if spec.thread is not None:
+        record = _put(record, spec.thread.parents[0], previous)
+        record = _put(record, spec.thread.id, str(uuid.uuid5(uuid.NAMESPACE_URL, f"mapc:{seed}")))
+    return record
 
 
 Fact = tuple[str, str, tuple[str, ...]]

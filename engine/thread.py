@@ -77,41 +77,93 @@ def active(
     """The positions of the records on the active branch (see the module docstring).
 
     `makes_turn(i)`: whether record i is of a kind that makes a turn; `asks(i)` / `answers(i)`:
-    the pairing ids record i opens (tool calls) and closes (tool results)."""
+    the pairing ids record i opens (tool calls) and closes (tool results).  Each is called at
+    most once per record."""
+    ids = [id_of(thread, r) for r in records]
     by_id: dict[str, int] = {}
-    for i, r in enumerate(records):
-        key = id_of(thread, r)
+    for i, key in enumerate(ids):
         if key is not MISSING:
             by_id.setdefault(key, i)
-    threaded = {i for i, r in enumerate(records) if id_of(thread, r) is not MISSING}
-    out = set(range(len(records))) - threaded
-    leaf = next((i for i in sorted(threaded, reverse=True) if makes_turn(i)), None)
+    threaded = [i for i, key in enumerate(ids) if key is not MISSING]  # in file order
+    out = {i for i, key in enumerate(ids) if key is MISSING}
+    leaf = next((i for i in reversed(threaded) if makes_turn(i)), None)
     if leaf is None:
         return set(range(len(records)))
+    parents = {j: parent_of(thread, records[j]) for j in threaded}
     seen: set[int] = set()
     at: int | None = leaf
     while at is not None and at not in seen:  # a cycle ends the walk; its records stay aside
         seen.add(at)
-        parent = parent_of(thread, records[at])
+        parent = parents[at]
         at = by_id.get(parent) if parent is not MISSING else None
     out |= seen
     first = min(seen)
-    for j in sorted(threaded):  # roots before the chain: a child stream's records that name its parent's
-        if j < first and by_id.get(parent_of(thread, records[j])) is None:
+    for j in threaded:  # roots before the chain: a child stream's records that name its parent's
+        if j < first and by_id.get(parents[j]) is None:
             out.add(j)
-    out |= _descendants(thread, records, leaf, by_id, threaded)
-    changed = True
-    while changed:
-        groups = {g for g in (_group(thread, records[j]) for j in out) if g is not MISSING}
-        asked = {a for j in out for a in asks(j)}
-        answered = {a for j in out for a in answers(j)}
-        changed = False
-        for j in sorted(threaded - out):
-            g = _group(thread, records[j])
-            if (g is not MISSING and g in groups) or set(answers(j)) & asked or set(asks(j)) & answered:
-                out.add(j)
-                changed = True
+    out |= _descendants(parents, leaf, by_id, threaded)
+    return _closure(thread, records, out, [j for j in threaded if j not in out], asks, answers)
+
+
+def _closure(
+    thread: Thread,
+    records: Sequence[Any],
+    out: set[int],
+    candidates: list[int],
+    asks: Callable[[int], tuple[str, ...]],
+    answers: Callable[[int], tuple[str, ...]],
+) -> set[int]:
+    """`out` with every candidate that shares a group with an active record, answers a call one
+    asks or asks a call one answers, until nothing changes.  (Joining only grows what the active
+    records share, so the records taken in any order are the same: each candidate is indexed by
+    what it would share, and the records that join pull in the ones waiting on them.)"""
+    if not candidates:
+        return out
+    asks, answers = _once(asks), _once(answers)
+    by_group: dict[Any, list[int]] = {}
+    by_answer: dict[str, list[int]] = {}
+    by_ask: dict[str, list[int]] = {}
+    for j in candidates:
+        g = _group(thread, records[j])
+        if g is not MISSING:
+            by_group.setdefault(g, []).append(j)
+        for a in answers(j):
+            by_answer.setdefault(a, []).append(j)
+        for a in asks(j):
+            by_ask.setdefault(a, []).append(j)
+    waiting = set(candidates)
+    queue = sorted(out)
+    while queue:
+        j = queue.pop()
+        pulled: list[int] = []
+        g = _group(thread, records[j]) if by_group else MISSING
+        if g is not MISSING:
+            pulled += by_group.pop(g, ())
+        if by_answer:
+            for a in asks(j):  # a call of an active record: the records answering it join
+                pulled += by_answer.pop(a, ())
+        if by_ask:
+            for a in answers(j):  # a result of an active record: the records asking it join
+                pulled += by_ask.pop(a, ())
+        for k in pulled:
+            if k in waiting:
+                waiting.discard(k)
+                out.add(k)
+                queue.append(k)
     return out
+
+
+def _once(fn: Callable[[int], tuple[str, ...]]) -> Callable[[int], tuple[str, ...]]:
+    """`fn` remembered per record (the stream's `asks` maps the record to read its calls)."""
+    memo: dict[int, tuple[str, ...]] = {}
+
+    def once(i: int) -> tuple[str, ...]:
+        found = memo.get(i)
+        if found is None:
+            found = memo[i] = fn(i)
+        return found
+
+    return once
 
 
 def _group(thread: Thread, record: Any) -> Any:
@@ -121,14 +173,12 @@ def _group(thread: Thread, record: Any) -> Any:
     return value if type(value) is str and value else MISSING
 
 
-def _descendants(
-    thread: Thread, records: Sequence[Any], leaf: int, by_id: dict[str, int], threaded: set[int]
-) -> set[int]:
+def _descendants(parents: dict[int, Any], leaf: int, by_id: dict[str, int], threaded: list[int]) -> set[int]:
     out = {leaf}
-    for j in sorted(threaded):
+    for j in threaded:
         if j <= leaf:
             continue
-        parent = parent_of(thread, records[j])
+        parent = parents[j]
         if parent is not MISSING and by_id.get(parent) in out:
             out.add(j)
     return out - {leaf}

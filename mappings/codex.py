@@ -62,7 +62,7 @@ def codex_turn_back(turn: Any) -> Any:
     c = turn["tool_calls"][0] if type(turn.get("tool_calls")) is list and turn["tool_calls"] else None
     if type(c) is not dict:
         msg, part = turn.get("msg"), "output_text" if turn.get("src") == "agent" else "input_text"
-        content = [_item(x, part) for x in msg] if type(msg) is list else [{"type": part, "text": msg}]
+        content = [_item(x, part) for x in msg] if type(msg) is list else [_item({"type": "text", "text": msg}, part)]
         role = _ROLE.get(turn.get("src"), turn.get("src"))
         return {"timestamp": _ts(turn), "payload": {"type": "message", "role": role, "content": content}}
     p: dict[str, Any] = {"type": kind, "call_id": c.get("tcid"), "name": c.get("fn")}
@@ -83,13 +83,19 @@ def _item_of(holder: Any, default: str) -> Any:
 
 
 def _item(part: Any, kind: str) -> Any:
-    """The content item of a Storyline message part: text, an image URL; any other as it is."""
+    """The content item of a Storyline message part: text, an image URL, an item of a type of its
+    own as it is; any other value (null, a number, an object without a type) as text, for a
+    content item needs a type (what the reading cannot give back rides in the envelope)."""
     if _texts([part], ("text",)) is not None:
         return {"type": kind, "text": part["text"]}
     url = part.get("image_url") if type(part) is dict and part.get("type") == "image_url" else None
-    return (
-        {"type": "input_image", "image_url": url["url"]} if type(url) is dict and type(url.get("url")) is str else part
-    )
+    if type(url) is dict and type(url.get("url")) is str:
+        return {"type": "input_image", "image_url": url["url"]}
+    own = type(part) is dict and type(part.get("type")) is str and part["type"] != "text"
+    if own and all(type(part[k]) is str for k in ("text", "image_url") if k in part):
+        return part
+    text = part.get("text") if type(part) is dict and part.get("type") == "text" else part
+    return {"type": kind, "text": text if type(text) is str else "" if text is None else json_value_text(text)}
 
 
 @register("codex_output", 1)

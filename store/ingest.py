@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Final
 import pyarrow as pa
 
 from mapc.engine import convert, detect
+from mapc.engine.catalog import Catalog
 from mapc.engine.inputs import read_input
 from mapc.engine.options import DEFAULT, Options
 from mapc.engine.problems import MapcError, Problem
@@ -97,6 +98,7 @@ class Chunk:
     skip: str = ""  # an Arrow file of the ids already stored, whose documents are left out (--skip-existing)
     options: Options = DEFAULT
     qualify: frozenset[str] = frozenset()  # sessions several files hold: named by path (store/identity.py)
+    catalog: Catalog | None = None  # the formats (None: the one `import mapc` built); pickled as its description
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +129,11 @@ def chunk_bytes(total: int) -> int:
 
 
 def chunks(
-    inputs: Sequence[Input], staging: dataset.Staging, skip: str = "", options: Options = DEFAULT
+    inputs: Sequence[Input],
+    staging: dataset.Staging,
+    skip: str = "",
+    options: Options = DEFAULT,
+    catalog: Catalog | None = None,
 ) -> list[Chunk]:
     """Consecutive runs of `inputs`, each closed once it holds `chunk_bytes` of input."""
     limit = chunk_bytes(sum(i.size for i in inputs))
@@ -138,10 +144,10 @@ def chunks(
         current.append(item)
         size += item.size
         if size >= limit:
-            out.append(Chunk(len(out), tuple(current), staging, skip, options))
+            out.append(Chunk(len(out), tuple(current), staging, skip, options, catalog=catalog))
             current, size = [], 0
     if current or not out:
-        out.append(Chunk(len(out), tuple(current), staging, skip, options))
+        out.append(Chunk(len(out), tuple(current), staging, skip, options, catalog=catalog))
     return out
 
 
@@ -177,6 +183,7 @@ def _store_file(
     skip: frozenset[str] = frozenset(),
     options: Options = DEFAULT,
     qualify: frozenset[str] = frozenset(),
+    catalog: Catalog | None = None,
 ) -> Outcome:
     """Read, detect, convert and split one file into `builder`; every outcome, errors included, is returned.
 
@@ -193,10 +200,12 @@ def _store_file(
         return Outcome(item.file, FAILED, item.file, (problem,))
     mark = builder.mark()
     try:
-        fmt = item.fmt or detect.detect(item.file, data)
+        fmt = item.fmt or detect.detect(item.file, data, catalog=catalog)
         if fmt is None:
             return Outcome(item.file, SKIPPED)
-        stories = convert.into_storyline(fmt, data, jsonl=item.jsonl, path=item.document_path, options=options)
+        stories = convert.into_storyline(
+            fmt, data, jsonl=item.jsonl, path=item.document_path, options=options, catalog=catalog
+        )
         pointers = [f"/{i}" if len(stories) > 1 else "" for i in range(len(stories))]
         documents = []
         ids = file_document_ids(stories, item.document_path or item.file, qualify)
@@ -225,7 +234,9 @@ def store_chunk(chunk: Chunk) -> ChunkResult:
     builder = rows.Builder()
     skip = _skip_set(chunk.skip)
     with rows.paused_gc():  # parsing, checking and splitting make no cycles (rows.paused_gc)
-        outcomes = tuple(_store_file(item, builder, skip, chunk.options, chunk.qualify) for item in chunk.inputs)
+        outcomes = tuple(
+            _store_file(item, builder, skip, chunk.options, chunk.qualify, chunk.catalog) for item in chunk.inputs
+        )
         tables = builder.tables()
     if any(o.status == FAILED for o in outcomes):
         return ChunkResult(chunk.index, outcomes)
@@ -329,7 +340,12 @@ def _stopped(chunk: Chunk, exc: BaseException) -> ChunkResult:
 
 @contextmanager
 def staged(
-    root: Path, inputs: Sequence[Input], schedule: Scheduler, existing: str = ERROR, options: Options = DEFAULT
+    root: Path,
+    inputs: Sequence[Input],
+    schedule: Scheduler,
+    existing: str = ERROR,
+    options: Options = DEFAULT,
+    catalog: Catalog | None = None,
 ) -> Iterator[Staged]:
     """Run the workers over `inputs` and yield the `Staged` job; its staging directory is removed on leaving.
 
@@ -343,7 +359,7 @@ def staged(
     staging = dataset.Staging.open(root)
     try:
         skip = _write_skip_file(root, staging) if existing == SKIP_EXISTING else ""
-        work = chunks(inputs, staging, skip, options)
+        work = chunks(inputs, staging, skip, options, catalog)
         results: list[ChunkResult | None] = [None] * len(work)
         for index, result in schedule(store_chunk, work):
             results[index] = _stopped(work[index], result) if isinstance(result, BaseException) else result

@@ -37,7 +37,7 @@ import importlib.resources
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 from urllib.parse import urlsplit
 
 import orjson
@@ -50,6 +50,13 @@ from mapc.engine.problems import MapcError, Problem
 from mapc.engine.values import MISSING
 from mapc.mappings.openai_chat import json_text_value
 from mapc.store import wire_table
+
+T = TypeVar("T")
+
+
+def _typed(value: Any, kind: type[T], default: T) -> T:
+    """`value` when it is exactly of type `kind` (a JSON value read from a record), else `default`."""
+    return value if type(value) is kind else default
 
 
 @lru_cache(maxsize=4096)
@@ -262,7 +269,7 @@ def content_block_events(events: list[Any]) -> dict[str, Any]:
         if type(event) is not dict:
             continue
         kind = event.get("type")
-        index = event.get("index") if type(event.get("index")) is int else len(blocks)
+        index = _typed(event.get("index"), int, len(blocks))
         if kind == "message_start" and type(event.get("message")) is dict:
             content = event["message"].get("content")
             message = {**event["message"], "content": content if type(content) is list else []}
@@ -285,7 +292,7 @@ def content_block_events(events: list[Any]) -> dict[str, Any]:
             if type(delta) is dict:
                 message.update({k: v for k, v in delta.items()})
             if type(event.get("usage")) is dict:
-                before = message.get("usage") if type(message.get("usage")) is dict else {}
+                before = _typed(message.get("usage"), dict, {})
                 message["usage"] = {**before, **event["usage"]}
         elif kind == "error":
             message["error"] = event.get("error")
@@ -329,29 +336,29 @@ def choice_delta_chunks(chunks: list[Any]) -> dict[str, Any]:
                 body[key] = value
         if type(chunk.get("usage")) is dict:
             body["usage"] = chunk["usage"]
-        for choice in chunk.get("choices") if type(chunk.get("choices")) is list else []:
+        for choice in _typed(chunk.get("choices"), list, []):
             if type(choice) is not dict:
                 continue
             if choice.get("index", 0) != 0:
                 others.append(choice)
                 continue
             finish = choice.get("finish_reason") or finish
-            delta = choice.get("delta") if type(choice.get("delta")) is dict else {}
+            delta = _typed(choice.get("delta"), dict, {})
             for key in ("content", "refusal", "reasoning_content"):
                 if type(delta.get(key)) is str:
                     message[key] = str(message.get(key) or "") + delta[key]
             rest = {k: v for k, v in delta.items() if k not in _CHAT_DELTA and v is not None}
             if rest or any(k not in ("index", "delta", "finish_reason") and v is not None for k, v in choice.items()):
                 leftover.append(choice)  # delta keys or choice keys (logprobs, ...) not assembled: kept
-            for part in delta.get("tool_calls") if type(delta.get("tool_calls")) is list else []:
+            for part in _typed(delta.get("tool_calls"), list, []):
                 if type(part) is not dict:
                     continue
-                index = part.get("index") if type(part.get("index")) is int else len(calls)
+                index = _typed(part.get("index"), int, len(calls))
                 call = calls.setdefault(index, {"function": {"arguments": ""}})
                 for key in ("id", "type"):
                     if part.get(key) is not None:
                         call[key] = part[key]
-                function = part.get("function") if type(part.get("function")) is dict else {}
+                function = _typed(part.get("function"), dict, {})
                 if function.get("name") is not None:
                     call["function"]["name"] = function["name"]
                 call["function"]["arguments"] += str(function.get("arguments") or "")
@@ -426,14 +433,14 @@ def output_item_events(events: list[Any]) -> dict[str, Any]:
     leftover: list[Any] = []
 
     def item_of(event: dict[str, Any]) -> dict[str, Any]:
-        index = event.get("output_index") if type(event.get("output_index")) is int else len(items)
+        index = _typed(event.get("output_index"), int, len(items))
         return items.setdefault(index, {})
 
     def part_of(event: dict[str, Any], key: str, index_key: str, kind: str) -> dict[str, Any]:
         item = item_of(event)
-        parts = item.get(key) if type(item.get(key)) is list else []
+        parts = _typed(item.get(key), list, [])
         item[key] = parts
-        index = event.get(index_key) if type(event.get(index_key)) is int else len(parts)
+        index = _typed(event.get(index_key), int, len(parts))
         while len(parts) <= index:
             parts.append({"type": kind})
         if type(parts[index]) is not dict:
@@ -497,17 +504,17 @@ def candidate_chunks(chunks: list[Any]) -> dict[str, Any]:
         if type(chunk) is not dict:
             continue
         body.update({k: v for k, v in chunk.items() if k != "candidates"})
-        for found in chunk.get("candidates") if type(chunk.get("candidates")) is list else []:
+        for found in _typed(chunk.get("candidates"), list, []):
             if type(found) is not dict:
                 continue
             if found.get("index", 0) != 0:
                 others.append(found)
                 continue
             candidate.update({k: v for k, v in found.items() if k != "content"})
-            content = found.get("content") if type(found.get("content")) is dict else {}
+            content = _typed(found.get("content"), dict, {})
             role = content.get("role", role)
-            for part in content.get("parts") if type(content.get("parts")) is list else []:
-                last = parts[-1] if parts else None
+            for part in _typed(content.get("parts"), list, []):
+                last: Any = parts[-1] if parts else None  # a dict when `_plain_text(last)`
                 if _plain_text(part) and _plain_text(last) and part.get("thought") == last.get("thought"):
                     parts[-1] = {**last, "text": last["text"] + part["text"]}
                 else:
@@ -647,8 +654,8 @@ def read_block(block: Any, rule: dict[str, Any], kind_key: str = "type") -> dict
         read["parts_unmapped"] = below
     if read["to"] in ("tool_call", "observation") and type(read.get("id")) is not str:
         # ``pair: by_name`` (Gemini): a call without an id is matched by its name (`Conversation`)
-        name = read.get("fn" if read["to"] == "tool_call" else "name")
-        if rule.get("pair") != "by_name" or "id" in read or type(name) is not str or not name:
+        called = read.get("fn" if read["to"] == "tool_call" else "name")
+        if rule.get("pair") != "by_name" or "id" in read or type(called) is not str or not called:
             return {"to": "extra", "block": block}
     return read
 
@@ -700,7 +707,7 @@ def read_blocks(content: Any, table: Table) -> list[dict[str, Any]]:
     out = []
     by_key = table.spec.get("part_keys")
     for block in content:
-        kind = block.get("type") if type(block) is dict else None
+        kind: Any = block.get("type") if type(block) is dict else None  # a str where a rule is found
         if by_key is not None and type(block) is dict:  # parts typed by which key they hold (Gemini)
             kind = next((k for k in by_key if block.get(k) not in (None, False)), None)
         rule = table.spec["blocks"].get(kind) if type(kind) is str else None
@@ -1008,7 +1015,8 @@ class Conversation:
                     )
                 )
             keys = self.history[:shown] + keys
-            positions = [None] * shown + positions
+            unplaced: list[int | None] = [None] * shown
+            positions = unplaced + positions
         same = 0
         while same < min(len(keys), len(self.history)) and keys[same] == self.history[same]:
             same += 1
@@ -1189,7 +1197,8 @@ class Conversation:
         reasons = [b["text"] for b in blocks if b["to"] == "reason" and b["text"]]
         if reasons:
             turn["reason"] = "\n\n".join(reasons)
-        calls, repeated = [], []
+        calls: list[Any] = []
+        repeated: list[Any] = []
         for b in blocks:
             if b["to"] != "tool_call":
                 continue
@@ -1271,7 +1280,7 @@ def usage(body: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
             metrics[name] = value
     parent = pointers[0].rsplit("/", 1)[0] if pointers else None
     raw = at(body, parent) if parent else MISSING
-    if type(raw) is dict:
+    if type(raw) is dict and parent:  # raw is MISSING without a parent
         rest = _without(raw, [_tokens(w[len(parent) :]) for w in pointers if w.startswith(f"{parent}/")])
         if rest:
             metrics["extra"] = rest

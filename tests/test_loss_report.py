@@ -51,6 +51,9 @@ def test_exact_means_the_way_back_without_the_envelope_gives_the_document(path, 
     assert b"_storyline" not in text or target in ("storyline", "agenticmd")
     back = mapc.from_storyline(fmt, mapc.into_storyline(target, text), carry=False)
     at = convert.program_for(fmt).spec.envelope
+    if target == fmt:  # into its own format: exact only if the file itself comes back (a row list too)
+        original = orjson.loads(path.read_bytes())
+        back = bare
     assert report.exact == json_equal(_bare(back, at), original), report.line()
     assert not report.problems
 
@@ -91,6 +94,43 @@ def test_a_same_format_conversion_is_exact_and_atif_to_actf_says_what_it_synthes
     gone = len(report.carried) - len(values)
     assert f"{len(values)} values carried in _storyline" in line
     assert f"and {gone} keys the way back adds to leave out" in line
+
+
+def _gap_actf() -> dict:
+    """An ACTF document whose null ground_truth the export writes back as its default, ""."""
+    doc = orjson.loads((FIXTURES / "actf" / "code-repair.actf.json").read_bytes())
+    first = next(iter(doc["attempts"]))
+    doc["attempts"][first]["ground_truth"] = None
+    return doc
+
+
+def test_a_same_format_conversion_that_writes_a_value_otherwise_says_which():
+    doc = _gap_actf()
+    first = next(iter(doc["attempts"]))
+    out, report = mapc.convert_reported("actf", "actf", orjson.dumps(doc))
+    assert out["attempts"][first]["ground_truth"] == ""  # the export's default (docs/formats.md, ACTF)
+    assert not report.exact
+    assert report.rewritten == (loss.Rewritten(f"/attempts/{first}/ground_truth", (None,), ("",)),)
+    assert f'1 value of the input written otherwise: /attempts/{first}/ground_truth null → ""' in report.line()
+    assert report.as_dict()["rewritten"] == [{"pointer": f"/attempts/{first}/ground_truth", "was": None, "now": ""}]
+    with pytest.raises(mapc.MapcError) as info:
+        mapc.convert_reported("actf", "actf", orjson.dumps(doc), strict=True)
+    assert info.value.problems[0].code == "convert.not_exact"
+
+
+SAME = [*FILES, *sorted((FIXTURES / "openai-chat").glob("*.jsonl")), *sorted((FIXTURES / "codex").glob("*.jsonl"))]
+
+
+@pytest.mark.parametrize("path", SAME, ids=[f"{p.parent.name}/{p.name}" for p in SAME])
+def test_a_same_format_conversion_is_exact_exactly_when_it_gives_the_document_back(path):
+    fmt = path.parent.name
+    lines = path.suffix == ".jsonl"
+    out, report = mapc.convert_reported(fmt, fmt, path)
+    data = path.read_bytes()
+    source = [orjson.loads(x) for x in data.splitlines() if x.strip()] if lines else orjson.loads(data)
+    written = out if not lines or type(out) is list else [out]
+    assert report.exact == (not report.carried and json_equal(source, written)), report.line()
+    assert bool(report.rewritten) == (not json_equal(source, written))
 
 
 def test_a_storyline_input_reports_what_the_target_does_not_say():

@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EXPECTED = ROOT / "tests" / "data" / "show"
 SUBAGENTS = ROOT / "tests" / "data" / "viewer" / "subagents.atif.json"
 RENDERED_MD = ROOT / "tests" / "data" / "viewer" / "code-repair.md"  # mapc convert … --to agenticmd of the ACTF
-SHIPPED = sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.name != "README.md" and p.suffix != ".py")  # a .py is the script that wrote a fixture
+# (a .py beside a fixture is the script that wrote it)
+SHIPPED = sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.name != "README.md" and p.suffix != ".py")
 CASES = [*SHIPPED, SUBAGENTS, RENDERED_MD]
 
 

@@ -6,7 +6,7 @@ default beside a `when`, a fallback array...) are only reached by specs made her
 scope and one array scope, each row one of the ops (copy, first_of, const, call, with `{const:}`
 arguments) with any of
 `when`, `keep_null`, a conversion and a `back:` block (a computed reverse `{call, args, to}` on
-const and call rows: codegen.REVERSE writes each op's reverse), over documents that put every kind of
+every op, beside a `when` too: codegen.REVERSE writes each op's reverse), over documents that put every kind of
 value (null, "", {}, [], numbers, text, objects) at the pointers the rows read.  Forward and
 reverse, the generated and the traced runs must give the same bytes, or the same errors.
 """
@@ -55,12 +55,14 @@ def computed(draw: st.DrawFn, sources: tuple[str, ...], target: str) -> dict[str
 
 
 @st.composite
-def backs(draw: st.DrawFn, sources: tuple[str, ...]) -> Any:
-    kind = draw(st.sampled_from(["", "none", "default", "or", "when", "call"]))
+def backs(draw: st.DrawFn, sources: tuple[str, ...], target: str) -> Any:
+    kind = draw(st.sampled_from(["", "none", "default", "or", "when", "call", "computed"]))
     if kind == "":
         return None
     if kind == "none":
         return "none"
+    if kind == "computed":  # beside a `when` and a conversion too (engine/README.md, "when and back: {call}")
+        return computed(draw, sources, target)
     back: dict[str, Any] = {}
     if kind in ("default", "when") or draw(st.booleans()):
         back["default"] = draw(values)
@@ -106,7 +108,7 @@ def rows(draw: st.DrawFn, sources: tuple[str, ...], target: str) -> dict[str, An
     conversion = draw(st.sampled_from(CONVERSIONS))
     if conversion is not None:
         row["call"] = conversion
-    back = draw(backs(sources))
+    back = draw(backs(sources, target))
     if back is not None:
         row["back"] = back
     return row
@@ -223,3 +225,15 @@ def test_a_forward_only_chain_without_a_conversion_copies_a_null_it_chooses():
     values (ops.is_candidate), and with no conversion to drop it, it is written."""
     rule = {"first_of": ["/a", "/b"], "to": "/extra/x", "back": "none"}
     assert _probe(rule, {"id": "s", "a": None, "b": 2})[0]["extra"] == {"x": None}
+
+
+def test_a_value_its_when_refuses_is_kept_at_its_own_pointer_beside_a_computed_reverse():
+    """Found by the generated specs once `when` met `back: {call}`: the traced run asked the computed
+    reverse about a refused value and kept it under a pointer made of its own twice (/a/a); a value
+    the `when` refuses, or the conversion cannot map, is kept at its own pointer, as for any row."""
+    back = {"call": "rfc3339_text", "args": ["/extra/x"], "to": "/a"}
+    refused = _probe({"from": "/a", "when": "text", "to": "/extra/x", "back": back}, {"id": "s", "a": 3})[0]
+    assert "extra" not in refused and refused["unknown_fields"]["sources"]["probe"]["fields"] == {"/a": 3}
+    chain = {"first_of": ["/a", "/b"], "call": "int_ms", "when": "text", "to": "/extra/x", "back": back}
+    unmapped = _probe(chain, {"id": "s", "a": None, "b": "t"})[0]
+    assert unmapped["unknown_fields"]["sources"]["probe"]["fields"] == {"/b": "t"}

@@ -15,8 +15,9 @@ and the public notes allow, and what a newer version may add:
   then the isCompactSummary user record);
 - progress (hook / bash / agent), stop_hook_summary and turn_duration system records,
   file-history-snapshot and queue-operation records (no uuid);
-- older versions: a `summary` record, sidechain records in the session file, a user record mixing a
-  late tool_result with the interruption text;
+- older versions: a `summary` record, sidechain records in the session file (one record, or a Task
+  subagent's whole chain: its own root, replies, a call and its result, all `isSidechain: true`),
+  a user record mixing a late tool_result with the interruption text;
 - drift: record types and keys no checked version writes, at the top and inside messages,
   another version string, null values.
 
@@ -126,6 +127,7 @@ def _session(draw: Any, agent: str | None = None) -> list[dict[str, Any]]:
                     "unknown",
                     "system",
                     "sidechain",
+                    "sidechain-chain",
                     "mixed",
                 ]
             )
@@ -205,6 +207,8 @@ def _session(draw: Any, agent: str | None = None) -> list[dict[str, Any]]:
             side = _base(draw, ids, parent, "user", "sidechain", version)
             side["message"] = {"role": "user", "content": draw(TEXT)}
             out.append(_close(draw, side, ids, ts))
+        if shape == "sidechain-chain" and parent is not None and agent is None:
+            out += _sidechain_chain(draw, ids, ts, version)
         user = _base(draw, ids, parent, "user", agent, version)
         content: Any = draw(TEXT) if shape != "blocks" else [{"type": "text", "text": draw(TEXT)}]
         if shape == "mixed" and calls:  # a late result with the user's interruption
@@ -302,6 +306,40 @@ def _session(draw: Any, agent: str | None = None) -> list[dict[str, Any]]:
             out.append(_close(draw, orphan, ids, ts))
             parent = orphan["uuid"]
     return out
+
+
+def _sidechain_chain(draw: Any, ids: Ids, ts: list[int], version: str) -> list[dict[str, Any]]:
+    """An older version's Task subagent inside the session file: its own chain (a root with a null
+    parentUuid, the Task's prompt), every record `isSidechain: true` without an agentId, written
+    between the main chain's records; a reply, maybe a tool call of its own and its result."""
+    root = _base(draw, ids, None, "user", None, version)
+    root.update({"isSidechain": True, "message": {"role": "user", "content": "Task: " + draw(TEXT)}})
+    chain = [_close(draw, root, ids, ts)]
+    for _ in range(draw(st.integers(1, 2))):
+        reply = _base(draw, ids, chain[-1]["uuid"], "assistant", None, version)
+        tid = f"toolu_side{ids.n}"
+        content: list[Any] = [{"type": "text", "text": draw(TEXT)}]
+        called = draw(st.booleans())
+        if called:
+            content = [{"type": "tool_use", "id": tid, "name": "Read", "input": {"path": draw(TEXT)}}]
+        message = {
+            "model": "claude-sonnet-4-5",
+            "id": f"msg_side{ids.n}",
+            "type": "message",
+            "role": "assistant",
+            "content": content,
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": _usage(draw),
+        }
+        reply.update({"isSidechain": True, "message": message, "requestId": f"req_side{ids.n}"})
+        chain.append(_close(draw, reply, ids, ts))
+        if called:
+            result = _base(draw, ids, chain[-1]["uuid"], "user", None, version)
+            block = {"tool_use_id": tid, "type": "tool_result", "content": draw(TEXT)}
+            result.update({"isSidechain": True, "message": {"role": "user", "content": [block]}})
+            chain.append(_close(draw, result, ids, ts))
+    return chain
 
 
 def sessions() -> Any:

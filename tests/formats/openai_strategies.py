@@ -1,7 +1,8 @@
 """Hypothesis corpora of OpenAI Messages rows, written the way an exporter writes them.
 
 `corpora()` draws sessions (context messages, tool calls with arguments as objects or compact
-text, responses and refusals, env and metric keys, unknown keys at every level) and lays their rows
+text, responses and refusals, reasoning of any value, messages added mid-run, env and metric keys,
+unknown keys at every level) and lays their rows
 out in the canonical form: each row carries the full history (context, then earlier user / tool
 results / response triples), its user message and its tool results; identity keys on every row.
 The draw also returns an interleaving of the rows, so tests can feed the same corpus out of order.
@@ -81,7 +82,8 @@ def session(draw: Any, sid: str, calls: list[int]) -> list[dict[str, Any]]:
             }
         )
         if draw(st.booleans()):
-            response["reasoning_content"] = draw(TEXT)
+            # a string is the turn's reasoning; any other value is kept for the way back
+            response["reasoning_content"] = draw(st.one_of(TEXT, TEXT, TEXT, st.none(), st.integers(0, 9)))
         results, clean_calls = [], []
         for _ in range(draw(st.integers(0, 2))):
             calls[0] += 1
@@ -127,8 +129,13 @@ def session(draw: Any, sid: str, calls: list[int]) -> list[dict[str, Any]]:
         row.update(draw(DISAGREEING))
         row.update(draw(UNKNOWN))
         rows.append(row)
+        if type(clean_response.get("reasoning_content")) is not str:
+            clean_response.pop("reasoning_content", None)  # the history says what the turn says
         history = [*history, {"role": "user", "content": user["content"]}, *results, clean_response]
         # (the history says the user message as the export writes it: its content, no other key)
+        if draw(st.integers(0, 4)) == 0:
+            # a message added mid-run, seen only in the later rows' histories (kept whole by them)
+            history.append({"role": draw(st.sampled_from(["system", "developer", "user"])), "content": draw(TEXT)})
     return rows
 
 

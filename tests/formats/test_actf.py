@@ -1688,8 +1688,8 @@ def test_a_missing_tool_list_comes_back_as_a_copy_of_the_other(filled: str, abse
 
 @pytest.mark.parametrize("type_", ["missing", None], ids=["missing", "null"])
 def test_gap_tool_without_type_gets_no_type(type_: Any) -> None:
-    # docs/formats.md (ACTF "Defaults"): a tool's type reads null → "".  The reverse invents "tool_use", and the
-    # re-imported Storyline gains kind "tool_use" (PutGet breaks too).
+    # docs/formats.md (ACTF "Defaults"): a tool's type reads null → "".  Fixed: the reverse invented "tool_use",
+    # and the re-imported Storyline gained kind "tool_use" (its conformance case is enabled again).
     tool = {"id": "a", "name": "f", "input": 1}
     if type_ is None:
         tool["type"] = None

@@ -402,3 +402,94 @@ def test_a_tree_is_written_back_as_the_session_and_its_subagent_files(tmp_path: 
         written = records(out.parent / path.relative_to(DIR))
         # what ATIF could not say of the tree (the spawning call) rides in the first record's envelope
         assert [{k: v for k, v in r.items() if k != "_storyline"} for r in written] == records(path)
+
+
+def test_a_single_session_file_is_converted_with_the_subagents_beside_it(tmp_path: Path) -> None:
+    """`mapc convert SESSION.jsonl` (no directory) reads SESSION/subagents/agent-*.jsonl beside it:
+    → atif nests them as subagent_trajectories; → claude-code -o writes them back beside the output."""
+    from click.testing import CliRunner
+
+    for path in [SESSION_FILE, *SUBAGENTS]:
+        (tmp_path / "in" / path.relative_to(DIR)).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "in" / path.relative_to(DIR)).write_bytes(path.read_bytes())
+    session = tmp_path / "in" / SESSION_FILE.name
+    result = CliRunner().invoke(cli, ["convert", str(session), "--to", "atif", "-o", str(tmp_path / "run.json")])
+    assert result.exit_code == 0, result.output
+    doc = json.loads((tmp_path / "run.json").read_bytes())
+    assert [s["trajectory_id"] for s in doc["subagent_trajectories"]] == [
+        f"{SESSION_FILE.stem}/agent-a881341",
+        f"{SESSION_FILE.stem}/agent-acompact-fffbd0",
+    ]
+    alone = tmp_path / "alone.jsonl"  # without the subagents beside it: no children
+    alone.write_bytes(SESSION_FILE.read_bytes())
+    result = CliRunner().invoke(cli, ["convert", str(alone), "--to", "atif"])
+    assert result.exit_code == 0, result.output
+    assert "subagent_trajectories" not in json.loads(result.stdout)
+    out = tmp_path / "back" / SESSION_FILE.name
+    result = CliRunner().invoke(cli, ["convert", str(session), "--to", "claude-code", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    for path in [SESSION_FILE, *SUBAGENTS]:
+        assert records(out.parent / path.relative_to(DIR)) == records(path)
+
+
+def test_a_turn_appended_to_the_storyline_is_threaded_with_made_ids_the_report_lists() -> None:
+    recs = [_user("u1", None, "first"), _assistant("a1", "u1", "answer", "m1")]
+    (story,) = mapc.into_storyline("claude-code", jsonl(recs))
+    call = {"tcid": "toolu_new", "fn": "Bash", "args": {"command": "ls"}}
+    story["turns"] += [
+        {"id": 3, "src": "user", "msg": "more", "ts": "2026-02-11T20:01:00.000Z"},
+        {
+            "id": 4,
+            "src": "agent",
+            "msg": "",
+            "model": "claude-opus-4-6",
+            "ts": "2026-02-11T20:01:01.000Z",
+            "tool_calls": [call],
+            "observation": {"results": [{"source_call_id": "toolu_new", "content": "a b"}]},
+        },
+    ]
+    out = plain(mapc.from_storyline("claude-code", [story]))
+    assert out[:2] == recs and len(out) == 5  # the read records as they were, then the new turns' records
+    new = out[2:]
+    assert [r["type"] for r in new] == ["user", "assistant", "user"]  # the result as a tool_result record
+    assert [r["parentUuid"] for r in new] == ["a1", new[0]["uuid"], new[1]["uuid"]]  # threaded to the previous
+    assert len({r["uuid"] for r in new}) == 3 and all(r["sessionId"] == SESSION for r in new)
+    assert plain(mapc.from_storyline("claude-code", [story])) == out  # made deterministically
+    validator = reference_validator("claude-code")
+    assert all(validator.is_valid(r) for r in out)
+    (again,) = mapc.into_storyline("claude-code", jsonl(out))
+    assert [(t["src"], t["msg"]) for t in again["turns"]][2:] == [("user", "more"), ("agent", "")]
+    assert again["turns"][3]["observation"]["results"][0]["content"] == "a b"
+    _, report = mapc.convert_reported("storyline", "claude-code", orjson.dumps(story))
+    made = {s.pointer: s.value for s in report.synthesized}
+    fields = "/unknown_fields/sources/claude-code/fields/"
+    assert made[fields + "~12~1uuid"] == new[0]["uuid"] and made[fields + "~12~1parentUuid"] == "a1"
+    assert made[fields + "~14~1parentUuid"] == new[1]["uuid"]
+    assert not any(p.startswith((fields + "~10~1", fields + "~11~1")) for p in made)  # nothing made for the read
+    assert fields in report.line() and report.exact  # made, not lost: the way back needs none of them
+    _, same = mapc.convert_reported(
+        "storyline", "claude-code", orjson.dumps(mapc.into_storyline("claude-code", jsonl(recs))[0])
+    )
+    assert same.synthesized == ()
+
+
+def test_an_older_sessions_sidechain_chain_is_kept_whole_beside_the_main_chain() -> None:
+    """An older version's Task subagent written inside the session file (its own chain, every record
+    `isSidechain: true`): not turns of the session (no child Storyline yet: docs/formats.md), kept
+    whole at their lines, so the file comes back the same, through every format."""
+    side = {"isSidechain": True}
+    recs = [
+        _user("u1", None, "go"),
+        _assistant("a1", "u1", "delegating", "m1"),
+        {**_user("s1", None, "Task: look"), **side},
+        {**_assistant("s2", "s1", "found it", "ms"), **side},
+        _user("u2", "a1", "thanks"),
+    ]
+    (story,) = mapc.into_storyline("claude-code", jsonl(recs))
+    assert [t["msg"] for t in story["turns"]] == ["go", "delegating", "thanks"]
+    fields = story["unknown_fields"]["sources"]["claude-code"]["fields"]
+    assert fields["/2"] == recs[2] and fields["/3"] == recs[3]
+    assert round_trip(recs) == recs
+    for b in OTHERS:
+        back = plain(mapc.from_storyline("claude-code", hop_in(b, hop_out(b, [story]))))
+        assert without_source(back, b) == recs, b

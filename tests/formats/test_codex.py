@@ -409,3 +409,26 @@ def test_a_rollout_without_a_session_meta_is_refused_clearly() -> None:
 def test_the_json_array_of_the_records_reads_the_same() -> None:
     as_array = mapc.into_storyline("codex", orjson.dumps(records(BASIC)), path="rollout.jsonl")
     assert as_array == read(BASIC.read_bytes())
+
+
+def test_a_call_appended_to_the_storyline_is_written_after_the_last_record_with_its_output() -> None:
+    original = ROLLOUTS[0].read_bytes()
+    (story,) = mapc.into_storyline("codex", original)
+    call = {"tcid": "c-new", "fn": "shell", "args": {"command": ["ls"]}}
+    story["turns"].append(
+        {
+            "id": len(story["turns"]) + 1,
+            "src": "agent",
+            "msg": "",
+            "ts": "2025-10-06T10:00:00.000Z",
+            "tool_calls": [call],
+            "observation": {"results": [{"source_call_id": "c-new", "content": "a"}]},
+        }
+    )
+    out = plain(mapc.from_storyline("codex", [story]))
+    lines = [json.loads(line) for line in original.splitlines() if line.strip()]
+    assert out[: len(lines)] == lines  # the rollout as it was, then the new call and its output
+    assert [r["payload"]["type"] for r in out[len(lines) :]] == ["function_call", "function_call_output"]
+    assert out[-1]["payload"] == {"type": "function_call_output", "call_id": "c-new", "output": "a"}
+    (again,) = mapc.into_storyline("codex", b"".join(orjson.dumps(r) + b"\n" for r in out))
+    assert again["turns"][-1]["observation"]["results"] == [{"source_call_id": "c-new", "content": "a"}]

@@ -128,7 +128,13 @@ def test_context_turns_come_from_the_first_row_before_its_last_user_message():
     ]
     assert all(t["copied"] is True for t in turns[:3])
     assert [t["id"] for t in turns[3:]] == [3 + 1, 3 + 2, 3 + 3, 3 + 4]  # context_count + 2·step − 1 …
-    assert fields(story) == {"/session_steps/0/messages/1": messages[1]}
+    # The developer message is no turn, and the second row has no history: the way back would write
+    # other messages, so each row's messages are kept whole (kept at its index, the developer
+    # message was put back over the user message written there).
+    assert fields(story) == {
+        "/session_steps/0/messages": messages,
+        "/session_steps/1/messages": [{"role": "user", "content": "q2"}],
+    }
 
 
 def test_no_context_when_the_last_user_message_has_no_content():
@@ -258,7 +264,12 @@ def test_env_first_value_to_the_task_a_different_later_one_to_the_turn():
 
 
 def test_identity_run_agent_and_model():
-    rows = [row(run_bucket="b", llm_model="m1"), row(step=2, job_id="b", agent_model="m2")]
+    history = [
+        {"role": "user", "content": "q1"},
+        {"role": "assistant", "content": "a1"},
+        {"role": "user", "content": "q2"},
+    ]
+    rows = [row(run_bucket="b", llm_model="m1"), row(step=2, job_id="b", agent_model="m2", messages=history)]
     (story,) = forward(rows, path="dir/x.json")
     assert story["run"] == "b"
     assert story["agent"] == {"id": "m1", "name": "m1", "model": "m1"}
@@ -336,14 +347,17 @@ def test_odd_values_are_kept_whole_and_unknown_keys_at_their_decoded_paths():
     )
     (story,) = forward([r])
     assert fields(story) == {
-        "/session_steps/0/messages/0": "raw text",
+        "/session_steps/0/messages": ["raw text", None, {"role": "user", "content": "q"}],  # (see above)
         "/session_steps/0/response/tool_calls/0/type": "custom",
         "/session_steps/0/response/tool_calls/0/function/strict": True,
         "/session_steps/0/meta_json/other": 2,
     }
     assert story["turns"][-1]["metrics"] == {"vendor": 1}  # every other env_state key is a metric
     # `type` is a key the format defines: its odd value is kept (origin.kept), not counted as unknown
-    assert story["origin"]["kept"]["fields"] == {"/session_steps/0/response/tool_calls/0/type": "custom"}
+    assert story["origin"]["kept"]["fields"] == {
+        "/session_steps/0/messages": ["raw text", None, {"role": "user", "content": "q"}],
+        "/session_steps/0/response/tool_calls/0/type": "custom",
+    }
     assert "/session_steps/*/response/tool_calls/*/type" not in story["unknown_key_counts"][FMT]
     (story,) = forward([row(meta_json="{not json")])
     assert fields(story) == {"/session_steps/0/meta_json": "{not json"}
@@ -476,6 +490,7 @@ def test_spec_coverage_counts_a_corpus_and_its_unknown_keys():
     assert {k: (v.occurrences, v.documents) for k, v in report.residuals.items()} == {
         "/session_steps/*/x": (2, 1),
         "/session_steps/*/y": (1, 1),
+        "/session_steps/*/messages": (1, 1),  # the second row has no history: kept as it is
     }
 
 
@@ -525,3 +540,42 @@ def test_explain_names_the_fan_out_row_that_reads_a_value():
     doc = {"session_steps": [row(created_at=5)]}
     findings = explain_source(catalog.program(FMT), doc, "/session_steps/0/created_at")
     assert [(f.kind, f.targets) for f in findings if f.kind == "read"] == [("read", ("/turns/{t}/ts",))]
+
+
+def test_a_history_the_way_back_would_not_write_is_kept_whole_and_comes_back():
+    # A system message added mid-run sits in the later rows' histories only: no rule reads a
+    # history, so it was dropped silently; a message no turn reads was put back by its index,
+    # over the message written there.  Each such history is now kept whole (origin.kept).
+    first = row(
+        messages=[
+            {"role": "system", "content": "s"},
+            {"role": "developer", "content": "d"},
+            {"role": "user", "content": "q1"},
+        ]
+    )
+    history = [*first["messages"], {"role": "assistant", "content": "a1"}, {"role": "system", "content": "be brief"}]
+    second = row(step=2, messages=[*history, {"role": "user", "content": "q2"}])
+    third = row(
+        step=3,
+        messages=[*second["messages"], {"role": "assistant", "content": "a2"}, {"role": "user", "content": "q3"}],
+    )
+    corpus = {"session_steps": [first, second, third]}
+    (story,) = forward(corpus)
+    assert set(story["origin"]["kept"]["fields"]) == {f"/session_steps/{r}/messages" for r in range(3)}
+    assert orjson.loads(orjson.dumps(mapc.from_storyline(FMT, [story]))) == corpus
+    (plain,) = forward(
+        {
+            "session_steps": [
+                row(),
+                row(
+                    step=2,
+                    messages=[
+                        {"role": "user", "content": "q1"},
+                        {"role": "assistant", "content": "a1"},
+                        {"role": "user", "content": "q2"},
+                    ],
+                ),
+            ]
+        }
+    )
+    assert "origin" not in plain or "kept" not in plain["origin"]  # a history the way back writes is not kept

@@ -130,6 +130,8 @@ AT = "/resourceSpans/0/scopeSpans/0/spans/0"
         (lambda s: s.__setitem__("parentSpanId", 5), "otel.bad_id", f"{AT}/parentSpanId"),
         (lambda s: s.__setitem__("attributes", {"a": 1}), "otel.invalid", f"{AT}/attributes"),
         (lambda s: s["attributes"].append({"key": 5}), "otel.invalid", f"{AT}/attributes/11"),
+        # OTLP keys are unique: a repeated one is refused, not read as the last of its values
+        (lambda s: s["attributes"].append(dict(s["attributes"][0])), "otel.invalid", f"{AT}/attributes/11/key"),
         (
             _attribute("gen_ai.usage.input_tokens", {"intValue": "many"}),
             "otel.invalid",
