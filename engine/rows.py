@@ -172,12 +172,17 @@ def _same_bytes_or_history(a: Any, b: Any) -> bool:
     return _same_history(a, b)
 
 
+def _known_empty(value: Any) -> bool:
+    """null, [] or {} (not ``""``: an empty text is said)."""
+    return value is None or (type(value) in (dict, list) and not value)
+
+
 def _same_history(a: Any, b: Any) -> bool:
     """`a` and `b` are equal JSON, where a key holding an empty value (null, [], {}) is the same
     as no key: the way back writes no empty it does not need, and an empty read by no rule says
     nothing (the format's known empties, dropped by its `consume` entries)."""
     if type(a) is dict and type(b) is dict:
-        keys = {k for k, v in a.items() if not is_empty(v)} | {k for k, v in b.items() if not is_empty(v)}
+        keys = {k for k, v in a.items() if not _known_empty(v)} | {k for k, v in b.items() if not _known_empty(v)}
         return all(_same_history(a.get(k), b.get(k)) for k in keys)
     if type(a) is list and type(b) is list:
         return len(a) == len(b) and all(_same_history(x, y) for x, y in zip(a, b, strict=True))
