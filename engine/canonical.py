@@ -124,7 +124,7 @@ def _encode(value: Any) -> bytes:
     """The pure-Python canonical encoder (the slow path; see `canonical_bytes`).
 
     It walks with its own stack, not Python's: JSON is parsed up to 1,024 levels deep, and a
-    recursive walk ran out of frames below that (a 1,000-level value in an ATIF `extra`)."""
+    recursive walk ran out of frames below that (a 1,000-level value in a free-JSON slot)."""
     parts: list[str] = []
     append = parts.append
     # A pending item is a value to emit, or a str already encoded (a separator or a closing bracket).

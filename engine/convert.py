@@ -25,7 +25,7 @@ from mapc.engine.prepare import prepare
 from mapc.engine.problems import MapcError, Problem, in_document_order
 from mapc.engine.schema import compiled_validator
 from mapc.engine.template import Template, parse_template
-from mapc.engine.values import json_equal
+from mapc.engine.values import json_bytes, json_equal
 
 if TYPE_CHECKING:
     from mapc.engine import codecs, loss, provenance
@@ -658,7 +658,7 @@ def from_storyline_reported(
     as Storyline unchanged, such documents read back as themselves, and they were validated just now,
     so the read-back (a dump, a parse, a validation and a deep comparison) is not redone; what it
     would still find, the residual limits of reading, is checked on the documents themselves."""
-    from mapc.engine import loss, provenance
+    from mapc.engine import loss
 
     catalog = resolved(catalog)
     hops: list[Hop] = []
@@ -682,7 +682,7 @@ def from_storyline_reported(
         back = _known_reading(fmt, stories, native, at, hops)
         if back is None:
             data = native[0] if single else native
-            raw = data.encode("utf-8") if isinstance(data, str) else provenance._json_bytes(data)
+            raw = data.encode("utf-8") if isinstance(data, str) else json_bytes(data)
             if raw is None:
                 raise MapcError.single("output.not_json", "", "the output is not JSON")
             back = into_storyline(fmt, raw, catalog=catalog)

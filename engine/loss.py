@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +26,7 @@ import orjson
 
 from mapc.engine import envelope, pointer
 from mapc.engine.problems import MapcError, Problem
-from mapc.engine.values import MISSING, json_equal
+from mapc.engine.values import MISSING, json_bytes, json_equal
 
 VERSION = 1
 CARRIED, DROPPED = "carried", "dropped"
@@ -304,17 +303,10 @@ def without_envelopes(documents: list[Any], at: str) -> list[Any]:
 
 
 def _size(value: Any) -> int:
-    try:
-        return len(orjson.dumps(value))
-    except orjson.JSONEncodeError:
-        pass  # past orjson's 254 levels, or an integer beyond 64 bits: the standard library below
-    # JSON is parsed up to 1,024 levels and each costs the encoder a few frames (as provenance does).
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 5_000))
-    try:
-        return len(json.dumps(value, ensure_ascii=False, default=repr))
-    finally:
-        sys.setrecursionlimit(limit)
+    data = json_bytes(value)
+    if data is not None:
+        return len(data)
+    return len(json.dumps(value, ensure_ascii=False, default=repr))  # not JSON (a Python caller's value)
 
 
 def story_changes(

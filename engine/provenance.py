@@ -13,18 +13,14 @@ when the hop adds a key at its root).
 
 from __future__ import annotations
 
-import json
-import sys
 from collections.abc import Callable, Iterator
 from typing import Any
-
-import orjson
 
 from mapc.engine import envelope, pointer, run
 from mapc.engine.mapped import Rebuilt
 from mapc.engine.problems import MapcError
 from mapc.engine.program import Program
-from mapc.engine.values import MISSING, json_equal
+from mapc.engine.values import MISSING, json_bytes, json_equal
 
 Export = Callable[[str, list[dict[str, Any]]], Any]
 Import = Callable[[str, bytes], list[dict[str, Any]]]
@@ -126,7 +122,7 @@ def _lost_in_hop(
             return {}, {}
         stories = alone
     whole = {"": doc.document}
-    data = hop.encode() if isinstance(hop, str) else _json_bytes(hop)
+    data = hop.encode() if isinstance(hop, str) else json_bytes(hop)
     if data is None:  # not JSON (only a Python caller hands such values over)
         return whole, {}
     try:
@@ -195,7 +191,7 @@ def _links_across(
         return {}
     try:
         hop = export(target, members)
-        data = hop.encode() if isinstance(hop, str) else _json_bytes(hop)
+        data = hop.encode() if isinstance(hop, str) else json_bytes(hop)
         back = read(target, data) if data is not None else []
     except MapcError:
         return {}
@@ -233,23 +229,6 @@ def _with_links(story: dict[str, Any], links: dict[str, Any]) -> dict[str, Any]:
     sources[envelope.HUB] = {"source_document_id": story.get("trajectory") or story["session"], "fields": links}
     uf["sources"] = sources
     return {**story, "unknown_fields": uf}
-
-
-def _json_bytes(value: Any) -> bytes | None:
-    """`value` as JSON: orjson, else (nesting past its 254 levels, integers beyond 64 bits) the
-    standard library, as the CLI writes its output; None for a value that is not JSON at all."""
-    try:
-        return orjson.dumps(value)
-    except orjson.JSONEncodeError:
-        pass  # the standard library below writes what orjson does not
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 5_000))  # JSON nests up to 1,024 levels; each costs a few frames
-    try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
-    except (TypeError, ValueError, RecursionError):  # not JSON: NaN, a lone surrogate, a tuple key…
-        return None
-    finally:
-        sys.setrecursionlimit(limit)
 
 
 class _Gone:
@@ -296,7 +275,7 @@ def _cost(pairs: list[tuple[str, Any]]) -> int:
     for ptr, value in pairs:
         total += len(ptr) + 4
         if value is not GONE:
-            data = _json_bytes(value)
+            data = json_bytes(value)
             total += len(data) if data is not None else 1 << 30
     return total
 

@@ -6,7 +6,11 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from typing import Any, Final
+
+import orjson
 
 
 class _Missing:
@@ -118,3 +122,20 @@ def replaced(node: Any, path: list[Any], value: Any) -> Any:
     copy = list(node) if type(node) is list else dict(node)
     copy[path[0]] = replaced(node[path[0]], path[1:], value)
     return copy
+
+
+def json_bytes(value: Any) -> bytes | None:
+    """`value` as JSON: orjson, else (nesting past its 254 levels, integers beyond 64 bits) the
+    standard library, as the CLI writes its output; None for a value that is not JSON at all."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        pass  # the standard library below writes what orjson does not
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 5_000))  # JSON nests up to 1,024 levels; each costs a few frames
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError, RecursionError):  # not JSON: NaN, a lone surrogate, a tuple key…
+        return None
+    finally:
+        sys.setrecursionlimit(limit)
