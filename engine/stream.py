@@ -826,12 +826,13 @@ def _in_place(spec: StreamSpec, story: dict[str, Any], fields: dict[str, Any], n
             record = _put(record, tokens, value)
         records.append(record if i in whole else ordered(spec, record))
         i += 1
+    position = {id(turn): t for t, turn in enumerate(turns)} if queue else {}
     for turn in queue:  # after the stream's last record: a turn appended to the Storyline after it was read
         own = []
         if spec.pair is not None:
             own = [it for it in pairing.paired(spec.pair, turn) if pairing.result_id(spec.pair, it) not in claimed]
             claimed.update(pairing.result_id(spec.pair, it) for it in own)
-        records += _appended(spec, story, turn, own, n, turns.index(turn), records)
+        records += _appended(spec, story, turn, own, n, position[id(turn)], records)
     unclaimed = [rid for rid in by_id if rid not in claimed]
     if unclaimed:
         raise MapcError.single(
